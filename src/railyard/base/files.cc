@@ -1,0 +1,135 @@
+#include "railyard/base/files.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <filesystem>
+#include <string>
+
+namespace railyard::base {
+namespace {
+
+std::string DirName(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::atomic<uint64_t> temp_counter{0};
+
+}  // namespace
+
+void UniqueFd::Reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+Result<std::string> ReadFile(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoStatus(errno, fmt::format("cannot open '{}'", path));
+  std::string out;
+  char buf[64 * 1024];
+  for (;;) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, fmt::format("cannot read '{}'", path));
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+Status WriteAll(int fd, std::string_view data, std::string_view what) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, fmt::format("write to {}", what));
+    }
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+Status FsyncDirectory(const std::string& dir) {
+  UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoStatus(errno, fmt::format("cannot open directory '{}'", dir));
+  if (::fsync(fd.get()) != 0) {
+    return ErrnoStatus(errno, fmt::format("fsync of directory '{}'", dir));
+  }
+  return Status::Ok();
+}
+
+Status WriteFileAtomic(const std::string& path, std::string_view data, int mode) {
+  const std::string dir = DirName(path);
+  const std::string tmp =
+      fmt::format("{}.tmp.{}.{}", path, ::getpid(), temp_counter.fetch_add(1));
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  if (!fd.valid()) return ErrnoStatus(errno, fmt::format("cannot create '{}'", tmp));
+  auto cleanup = [&](Status st) {
+    ::unlink(tmp.c_str());
+    return st;
+  };
+  Status st = WriteAll(fd.get(), data, fmt::format("'{}'", tmp));
+  if (!st.ok()) return cleanup(st);
+  if (::fchmod(fd.get(), static_cast<mode_t>(mode)) != 0) {
+    return cleanup(ErrnoStatus(errno, fmt::format("chmod of '{}'", tmp)));
+  }
+  if (::fsync(fd.get()) != 0) return cleanup(ErrnoStatus(errno, fmt::format("fsync of '{}'", tmp)));
+  fd.Reset();
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    return cleanup(ErrnoStatus(errno, fmt::format("rename '{}' -> '{}'", tmp, path)));
+  }
+  return FsyncDirectory(dir);
+}
+
+Status MakeDirs(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return ErrnoStatus(ec.value(), fmt::format("cannot create directory '{}'", dir));
+  return Status::Ok();
+}
+
+Result<int> RemoveStaleTempFiles(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return ErrnoStatus(errno, fmt::format("cannot open directory '{}'", dir));
+  int removed = 0;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view name(e->d_name);
+    auto pos = name.rfind(".tmp.");
+    if (pos == std::string_view::npos) continue;
+    // "<target>.tmp.<pid>.<n>": pid between ".tmp." and the next dot.
+    std::string_view rest = name.substr(pos + 5);
+    auto dot = rest.find('.');
+    if (dot == std::string_view::npos) continue;
+    pid_t pid = 0;
+    bool digits = dot > 0;
+    for (char c : rest.substr(0, dot)) {
+      if (c < '0' || c > '9') digits = false;
+      else pid = pid * 10 + (c - '0');
+    }
+    if (!digits) continue;
+    if (pid != ::getpid() && (::kill(pid, 0) == 0 || errno == EPERM)) continue;  // alive
+    if (pid == ::getpid()) continue;
+    std::string full = dir + "/" + std::string(name);
+    if (::unlink(full.c_str()) == 0) ++removed;
+  }
+  ::closedir(d);
+  return removed;
+}
+
+bool PathExists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+}  // namespace railyard::base

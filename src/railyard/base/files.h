@@ -1,0 +1,66 @@
+// File helpers: an owning file descriptor, whole-file reads, and atomic replacement.
+//
+// WriteFileAtomic is the commit primitive everything durable in Railyard rests on: the data
+// goes to a temporary file in the same directory, is fsync'ed, renamed over the target, and
+// the directory is fsync'ed, so a crash at any point leaves either the old file or the new
+// one, never a mix. Temporary files are named "<target>.tmp.<pid>.<n>" so leftovers of a
+// crash can be recognised (RemoveStaleTempFiles).
+//
+// Thread-safety: free functions are safe to call concurrently on different paths.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "railyard/base/status.h"
+
+namespace railyard::base {
+
+// Move-only owner of a file descriptor; closes it on destruction.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) Reset(std::exchange(other.fd_, -1));
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { Reset(); }
+
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int Release() { return std::exchange(fd_, -1); }
+  void Reset(int fd = -1);
+
+ private:
+  int fd_ = -1;
+};
+
+// Reads a whole file. NOT_FOUND when it does not exist; the message names the path.
+Result<std::string> ReadFile(const std::string& path);
+
+// Writes all of `data` to fd, retrying short writes and EINTR.
+Status WriteAll(int fd, std::string_view data, std::string_view what);
+
+// Replaces `path` with `data` atomically and durably (see the header comment).
+// `mode` applies to the new file. Errors name the path and the failing step.
+Status WriteFileAtomic(const std::string& path, std::string_view data, int mode = 0644);
+
+// fsync of a directory, so a rename or create inside it survives a crash.
+Status FsyncDirectory(const std::string& dir);
+
+// Creates `dir` and its parents (mode 0755); OK when it exists.
+Status MakeDirs(const std::string& dir);
+
+// Removes "<name>.tmp.<pid>.<n>" files in `dir` whose pid is no longer alive.
+// Returns how many were removed.
+Result<int> RemoveStaleTempFiles(const std::string& dir);
+
+// True when the path exists (any file type).
+bool PathExists(const std::string& path);
+
+}  // namespace railyard::base

@@ -1,0 +1,106 @@
+#include "railyard/base/files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+namespace railyard::base {
+namespace {
+
+class FilesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/railyard-files-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(FilesTest, AtomicWriteReplacesContentAndLeavesNoTemp) {
+  std::string path = dir_ + "/state.json";
+  ASSERT_TRUE(WriteFileAtomic(path, "first").ok());
+  ASSERT_TRUE(WriteFileAtomic(path, "second, longer").ok());
+  EXPECT_EQ(*ReadFile(path), "second, longer");
+  int entries = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir_)) {
+    (void)e;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 1);
+}
+
+TEST_F(FilesTest, AtomicWriteAppliesMode) {
+  std::string path = dir_ + "/secret";
+  ASSERT_TRUE(WriteFileAtomic(path, "x", 0600).ok());
+  struct stat st;
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+TEST_F(FilesTest, AtomicWriteIntoMissingDirectoryNamesThePath) {
+  Status s = WriteFileAtomic(dir_ + "/no/such/dir/file", "x");
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("/no/such/dir/file"), std::string::npos) << s.message();
+}
+
+TEST_F(FilesTest, ReadMissingFileIsNotFound) {
+  auto r = ReadFile(dir_ + "/absent");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(r.status().message().find("absent"), std::string::npos);
+}
+
+TEST_F(FilesTest, CrashMidWriteKeepsOldContent) {
+  // A writer that dies after creating its temporary file (before rename) must leave the
+  // committed file untouched; the stale temporary is then recognised and removed.
+  std::string path = dir_ + "/ckpt";
+  ASSERT_TRUE(WriteFileAtomic(path, "committed").ok());
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::string tmp = path + ".tmp." + std::to_string(::getpid()) + ".0";
+    FILE* f = std::fopen(tmp.c_str(), "w");
+    if (f) std::fputs("half-writ", f);
+    std::_Exit(f ? 0 : 1);  // "crash": never renames
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(*ReadFile(path), "committed");
+  auto removed = RemoveStaleTempFiles(dir_);
+  ASSERT_TRUE(removed.ok());
+  EXPECT_EQ(*removed, 1);
+  EXPECT_FALSE(PathExists(path + ".tmp." + std::to_string(pid) + ".0"));
+  EXPECT_TRUE(PathExists(path));
+}
+
+TEST_F(FilesTest, MakeDirsIsIdempotent) {
+  std::string nested = dir_ + "/a/b/c";
+  ASSERT_TRUE(MakeDirs(nested).ok());
+  ASSERT_TRUE(MakeDirs(nested).ok());
+  EXPECT_TRUE(std::filesystem::is_directory(nested));
+}
+
+TEST(UniqueFdTest, ClosesOnDestructionAndMove) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ::close(fds[1]);
+  {
+    UniqueFd a(fds[0]);
+    UniqueFd b(std::move(a));
+    EXPECT_FALSE(a.valid());
+    EXPECT_TRUE(b.valid());
+  }
+  EXPECT_EQ(::fcntl(fds[0], F_GETFD), -1);  // closed
+}
+
+}  // namespace
+}  // namespace railyard::base
