@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -125,6 +126,22 @@ Result<int> RemoveStaleTempFiles(const std::string& dir) {
   }
   ::closedir(d);
   return removed;
+}
+
+Result<FileLock> FileLock::Acquire(const std::string& path, Deadline deadline) {
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (!fd.valid()) return ErrnoStatus(errno, fmt::format("cannot open lock file '{}'", path));
+  // flock has no timeout: retry the non-blocking form until the deadline.
+  for (;;) {
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) == 0) return FileLock(std::move(fd));
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      return ErrnoStatus(errno, fmt::format("cannot lock '{}'", path));
+    }
+    if (deadline.Expired()) {
+      return DeadlineExceeded("lock '{}' is held by another command", path);
+    }
+    ::usleep(20000);
+  }
 }
 
 bool PathExists(const std::string& path) {

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <utility>
 
+#include "railyard/base/clock.h"
 #include "railyard/base/status.h"
 
 namespace railyard::base {
@@ -59,6 +60,21 @@ Status MakeDirs(const std::string& dir);
 // Removes "<name>.tmp.<pid>.<n>" files in `dir` whose pid is no longer alive.
 // Returns how many were removed.
 Result<int> RemoveStaleTempFiles(const std::string& dir);
+
+// An exclusive advisory lock (flock) on a lock file, released on destruction. Serialises
+// commands that change the same on-disk state from different processes.
+class FileLock {
+ public:
+  // Creates the file if needed and waits for the lock until `deadline`; DEADLINE_EXCEEDED
+  // names the file (another command holds it).
+  static Result<FileLock> Acquire(const std::string& path, Deadline deadline);
+  FileLock(FileLock&&) = default;
+  FileLock& operator=(FileLock&&) = default;
+
+ private:
+  explicit FileLock(UniqueFd fd) : fd_(std::move(fd)) {}
+  UniqueFd fd_;  // closing the descriptor releases the lock
+};
 
 // True when the path exists (any file type).
 bool PathExists(const std::string& path);

@@ -23,14 +23,14 @@
 namespace railyard::base {
 
 // A size in bytes: a non-negative decimal number ("512", "1.5") followed, optionally after
-// spaces, by a unit: B; decimal KB (also kB), MB, GB, TB; binary KiB, MiB, GiB, TiB (also
-// all-lowercase kib, mib, gib, tib). No unit means bytes. Fractions round to the nearest
-// byte. Lowercase "kb"/"mb" are rejected because they are often meant as kilobits.
+// spaces, by a unit: B; decimal KB (also kB), MB, GB, TB, PB, EB; binary KiB, MiB, GiB, TiB,
+// PiB, EiB (also all-lowercase kib, mib, ...). No unit means bytes. Fractions round to the
+// nearest byte. Lowercase "kb"/"mb" are rejected because they are often meant as kilobits.
 // Errors: empty, negative, malformed number, unknown unit, more than 2^64-1 bytes.
 Result<uint64_t> ParseBytes(std::string_view s);
 
 // A network rate in bits per second, greater than zero. Bit units: bit, kbit, Mbit, Gbit,
-// Tbit (prefix in either case, all decimal), optionally followed by "/s". Byte rates must
+// Tbit, Pbit (prefix in either case, all decimal), optionally followed by "/s". Byte rates must
 // end in "/s" and use ParseBytes's units ("100MB/s", "1GiB/s"); they are multiplied by 8.
 // "10Gb" is rejected as ambiguous, "10" for lacking a unit, "10GB" for lacking "/s".
 Result<uint64_t> ParseRateBits(std::string_view s);
@@ -52,8 +52,8 @@ std::string FormatRateBits(double bits_per_s);
 std::string FormatByteRate(double bytes_per_s);
 
 // "10ns", "100us", "250ms", "1.5s", "2m30s", "1h5m": the largest fitting unit below a
-// minute (exact, trailing zeros dropped), h/m/s parts from a minute up. Accepted back by
-// ParseDuration.
+// minute (exact, trailing zeros dropped), h/m/s parts from a minute up; negative values get
+// a leading '-'. ParseDuration(FormatDuration(d)) == d for every d >= 0.
 std::string FormatDuration(std::chrono::nanoseconds d);
 
 }  // namespace railyard::base

@@ -1,0 +1,33 @@
+// Shared plumbing of the `railyard` subcommands: each command file registers its CLI11
+// subcommand and stores the action to run after parsing; actions return a Status that
+// main() turns into one "railyard: error: ..." line and an exit code (2 for bad input,
+// 1 for failures), or an explicit exit code (`vcluster exec` passes its command's through).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <variant>
+
+#include <CLI/CLI.hpp>
+
+#include "railyard/base/status.h"
+
+namespace railyard::cli {
+
+// What an action returns: a Status, or an exit code to use as it is.
+using Outcome = std::variant<Status, int>;
+using Action = std::function<Outcome()>;
+
+// Each Register* adds one top-level subcommand to `app`; when it is chosen on the command
+// line its callback stores the work in *action.
+void RegisterVclusterCommand(CLI::App& app, Action* action);
+void RegisterProbeCommand(CLI::App& app, Action* action);
+void RegisterDemoCommand(CLI::App& app, Action* action);
+
+// Absolute path of the running railyard binary (for starting probes in namespaces).
+std::string SelfExecutable();
+
+// Prints "railyard: error: <message>" to stderr.
+void PrintError(const Status& status);
+
+}  // namespace railyard::cli

@@ -1,0 +1,193 @@
+// `railyard demo`: a tour of what Railyard can do, on a virtual cluster it brings up and
+// removes itself. It grows with each capability.
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "railyard/base/clock.h"
+#include "railyard/base/units.h"
+#include "railyard/cli/cli_common.h"
+#include "railyard/vcluster/bandwidth_matrix.h"
+#include "railyard/vcluster/vcluster.h"
+
+namespace railyard::cli {
+namespace {
+
+using namespace railyard::vcluster;
+
+struct DemoFlags {
+  std::string prefix = "ryd";
+  int hosts = 4;
+  int leaves = 2;
+  std::string leaf_rate = "1Gbit";
+  std::string spine_rate = "500Mbit";
+  std::string degrade_rate = "100Mbit";
+  std::string per_pair = "300ms";
+  std::string mode = "auto";
+};
+
+std::string Mbit(double bits) { return fmt::format("{:.0f}", bits / 1e6); }
+
+void Step(int n, int total, std::string_view what) {
+  fmt::print("\n[{}/{}] {}\n", n, total, what);
+  std::fflush(stdout);
+}
+
+Status RunDemo(const DemoFlags& f) {
+  auto start = base::Clock::now();
+  ClusterSpec spec;
+  spec.prefix = f.prefix;
+  spec.hosts = f.hosts;
+  spec.leaves = f.leaves;
+  RY_ASSIGN_OR_RETURN(spec.leaf_rate_bits, base::ParseRateBits(f.leaf_rate));
+  RY_ASSIGN_OR_RETURN(spec.spine_rate_bits, base::ParseRateBits(f.spine_rate));
+  RY_ASSIGN_OR_RETURN(uint64_t degraded_rate, base::ParseRateBits(f.degrade_rate));
+  RY_ASSIGN_OR_RETURN(base::Duration per_pair, base::ParseDuration(f.per_pair));
+  RY_RETURN_IF_ERROR(ValidateSpec(spec));
+  if (spec.hosts < 2) return InvalidArgument("--hosts {}: the demo needs at least 2", spec.hosts);
+
+  auto runner = MakeSystemRunner(std::chrono::seconds(20));
+  VirtualCluster vc(runner.get(), DefaultStateDir());
+  const int total = 5;
+
+  Step(1, total, fmt::format("bring up a {}-host virtual cluster on {} leaves", spec.hosts,
+                             spec.leaves));
+  if (f.mode == "auto") {
+    ModeChoice choice = DetectMode(runner.get(), spec.prefix);
+    spec.mode = choice.mode;
+    if (choice.mode == Mode::kLoopback) {
+      fmt::print("  note: loopback mode, {}: no shaping, so the degraded-host step is skipped\n",
+                 choice.reason);
+    }
+  } else {
+    spec.mode = f.mode == "netns" ? Mode::kNetns : Mode::kLoopback;
+  }
+  // A demo interrupted earlier may have left its cluster behind: start clean.
+  RY_RETURN_IF_ERROR(vc.Down(spec.prefix).status());
+  RY_ASSIGN_OR_RETURN(ClusterState state, vc.Up(spec, [](std::string_view s) {
+                        fmt::print("  {}\n", s);
+                        std::fflush(stdout);
+                      }));
+  // From here on the cluster is removed whatever happens.
+  struct Teardown {
+    VirtualCluster* vc;
+    std::string prefix;
+    ~Teardown() { vc->Down(prefix).status().IgnoreError(); }
+  } teardown{&vc, spec.prefix};
+  fmt::print("  up in {:.1f}s ({} mode, prefix '{}')\n", base::SecondsSince(start),
+             ModeName(spec.mode), spec.prefix);
+
+  Step(2, total, "topology (also written as YAML for the placement and validation tools)");
+  const auto& plan = state.plan;
+  fmt::print("  spine0\n");
+  for (const auto& leaf : plan.leaves) {
+    fmt::print("  └─ {} (uplink {}):", leaf.name,
+               base::FormatRateBits(static_cast<double>(spec.spine_rate_bits)));
+    for (int h : leaf.hosts) fmt::print(" {}={}", plan.hosts[h].name, plan.hosts[h].address);
+    fmt::print("\n");
+  }
+  fmt::print("  host links {}; file {}\n",
+             base::FormatRateBits(static_cast<double>(spec.leaf_rate_bits)), state.topology_file);
+
+  Step(3, total, fmt::format("host-to-host TCP bandwidth, one pair at a time ({} per pair)",
+                             f.per_pair));
+  MatrixOptions mo;
+  mo.railyard_binary = SelfExecutable();
+  mo.per_pair = per_pair;
+  const size_t n = plan.hosts.size();
+  size_t done = 0;
+  const size_t pairs = n * (n - 1);
+  mo.on_pair = [&](int s, int d, double bits) {
+    ++done;
+    fmt::print("\r  measured {}/{}: {} -> {} {} Mbit/s      ", done, pairs, plan.hosts[s].name,
+               plan.hosts[d].name, Mbit(bits));
+    std::fflush(stdout);
+  };
+  RY_ASSIGN_OR_RETURN(BandwidthMatrix m, MeasureBandwidth(state, mo));
+  fmt::print("\r{:<60}\r", "");
+  fmt::print("  Mbit/s   ");
+  for (const auto& h : plan.hosts) fmt::print("{:>8}", h.name);
+  fmt::print("\n");
+  double same_sum = 0, cross_sum = 0;
+  int same_n = 0, cross_n = 0;
+  for (size_t s = 0; s < n; ++s) {
+    fmt::print("  {:<8} ", plan.hosts[s].name);
+    for (size_t d = 0; d < n; ++d) {
+      if (s == d) {
+        fmt::print("{:>8}", "-");
+        continue;
+      }
+      fmt::print("{:>8}", Mbit(m[s][d]));
+      if (plan.hosts[s].leaf == plan.hosts[d].leaf) same_sum += m[s][d], ++same_n;
+      else cross_sum += m[s][d], ++cross_n;
+    }
+    fmt::print("\n");
+  }
+  if (same_n > 0) fmt::print("  same leaf:    mean {} Mbit/s\n", Mbit(same_sum / same_n));
+  if (cross_n > 0) {
+    fmt::print("  across leaves: mean {} Mbit/s (the spine uplink is {})\n",
+               Mbit(cross_sum / cross_n),
+               base::FormatRateBits(static_cast<double>(spec.spine_rate_bits)));
+  }
+
+  Step(4, total, "a degraded host is slower");
+  if (spec.mode == Mode::kLoopback) {
+    fmt::print("  skipped: loopback mode has no links to shape\n");
+  } else {
+    // node1 shares leaf0 with node0; compare node0 -> node1 before and after.
+    const HostPlan& victim = plan.hosts[1];
+    const HostPlan& peer = plan.hosts[0];
+    RY_RETURN_IF_ERROR(vc.DegradeHost(spec.prefix, victim.name, degraded_rate));
+    fmt::print("  degraded {} to {}\n", victim.name, f.degrade_rate);
+    MatrixOptions again = mo;
+    again.on_pair = nullptr;
+    again.pairs = {{peer.index, victim.index}, {victim.index, peer.index}};
+    RY_ASSIGN_OR_RETURN(BandwidthMatrix after, MeasureBandwidth(state, again));
+    for (auto [s, d] : again.pairs) {
+      double before = m[s][d], now = after[s][d];
+      fmt::print("  {} -> {}: {} Mbit/s healthy, {} Mbit/s degraded ({:.1f}x slower)\n",
+                 plan.hosts[s].name, plan.hosts[d].name, Mbit(before), Mbit(now),
+                 now > 0 ? before / now : 0.0);
+    }
+    RY_RETURN_IF_ERROR(vc.Restore(spec.prefix));
+  }
+
+  Step(5, total, "tear down");
+  RY_ASSIGN_OR_RETURN(DownReport report, vc.Down(spec.prefix));
+  teardown.prefix.clear();
+  fmt::print("  removed {} namespaces and links\n", report.removed.size());
+  fmt::print("\ndemo finished in {:.1f}s\n", base::SecondsSince(start));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterDemoCommand(CLI::App& app, Action* action) {
+  auto f = std::make_shared<DemoFlags>();
+  CLI::App* demo = app.add_subcommand(
+      "demo", "A tour on a virtual cluster it brings up and removes: topology, bandwidth "
+              "matrix, a degraded host");
+  demo->add_option("--prefix", f->prefix, "prefix of the demo cluster's names")
+      ->capture_default_str();
+  demo->add_option("--hosts", f->hosts, "hosts")->capture_default_str();
+  demo->add_option("--leaves", f->leaves, "leaf switches")->capture_default_str();
+  demo->add_option("--leaf-rate", f->leaf_rate, "host link rate")->capture_default_str();
+  demo->add_option("--spine-rate", f->spine_rate, "leaf uplink rate")->capture_default_str();
+  demo->add_option("--degrade-rate", f->degrade_rate, "rate of the degraded host")
+      ->capture_default_str();
+  demo->add_option("--per-pair", f->per_pair, "measuring time per host pair")
+      ->capture_default_str();
+  demo->add_option("--mode", f->mode, "auto, netns or loopback")->capture_default_str();
+  demo->footer("Example:\n  sudo railyard demo --hosts 6 --leaves 3\nDocs: docs/demo.md");
+  demo->callback([f, action] {
+    *action = [f]() -> Outcome {
+      if (f->mode != "auto" && f->mode != "netns" && f->mode != "loopback") {
+        return InvalidArgument("--mode '{}': expected auto, netns or loopback", f->mode);
+      }
+      // The teardown guard needs the prefix to stay valid; a failure keeps its message.
+      return RunDemo(*f);
+    };
+  });
+}
+
+}  // namespace railyard::cli

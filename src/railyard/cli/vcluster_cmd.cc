@@ -1,0 +1,399 @@
+// `railyard vcluster ...`: bring up, inspect, change and remove a virtual cluster.
+#include <signal.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "railyard/base/files.h"
+#include "railyard/base/subprocess.h"
+#include "railyard/base/units.h"
+#include "railyard/cli/cli_common.h"
+#include "railyard/vcluster/vcluster.h"
+#include "railyard/vcluster/bandwidth_matrix.h"
+
+namespace railyard::cli {
+namespace {
+
+using namespace railyard::vcluster;
+
+struct CommonFlags {
+  std::string prefix;
+  std::string state_dir;
+};
+
+void AddCommonFlags(CLI::App* sub, CommonFlags* f) {
+  const char* env_prefix = std::getenv("RAILYARD_VCLUSTER_PREFIX");
+  f->prefix = env_prefix && *env_prefix ? env_prefix : "ry";
+  f->state_dir = DefaultStateDir();
+  sub->add_option("--prefix", f->prefix,
+                  "name prefix of every namespace, bridge and veth of the cluster; lets "
+                  "several clusters coexist (env RAILYARD_VCLUSTER_PREFIX)")
+      ->capture_default_str();
+  sub->add_option("--state-dir", f->state_dir,
+                  "where state and topology files live (env RAILYARD_STATE_DIR)")
+      ->capture_default_str();
+}
+
+// The fault-injection hook of the integration tests: fail the Nth ip/tc command.
+std::unique_ptr<CommandRunner> MakeRunner(std::unique_ptr<CommandRunner>* keep) {
+  *keep = MakeSystemRunner(std::chrono::seconds(20));
+  const char* fail = std::getenv("RAILYARD_VCLUSTER_FAIL_AT_FOR_TEST");
+  if (fail && *fail) return std::make_unique<FailingRunner>(keep->get(), std::atoi(fail));
+  return nullptr;
+}
+
+Result<uint64_t> ParseRateFlag(const std::string& flag, const std::string& text) {
+  if (text == "0" || text == "none" || text == "unshaped") return uint64_t{0};
+  auto r = base::ParseRateBits(text);
+  if (!r.ok()) return r.status().WithContext(flag);
+  return r;
+}
+
+std::string RateText(uint64_t bits) {
+  return bits == 0 ? "unshaped" : base::FormatRateBits(static_cast<double>(bits));
+}
+
+void PrintTree(const ClusterState& s) {
+  const auto& plan = s.plan;
+  fmt::print("cluster '{}' ({} mode): {} hosts on {} leaves\n", plan.spec.prefix,
+             ModeName(plan.spec.mode), plan.hosts.size(), plan.leaves.size());
+  fmt::print("spine0\n");
+  for (size_t l = 0; l < plan.leaves.size(); ++l) {
+    const auto& leaf = plan.leaves[l];
+    bool last_leaf = l + 1 == plan.leaves.size();
+    fmt::print("{} {}  (uplink {})\n", last_leaf ? "└─" : "├─", leaf.name,
+               RateText(plan.spec.spine_rate_bits));
+    for (size_t k = 0; k < leaf.hosts.size(); ++k) {
+      const auto& h = plan.hosts[leaf.hosts[k]];
+      std::string notes;
+      if (s.cut.count(h.name)) notes += "  CUT";
+      if (s.host_rates.count(h.name)) notes += "  DEGRADED";
+      fmt::print("{}  {} {:<8} {:<15} link {}{}\n", last_leaf ? "  " : "│ ",
+                 k + 1 == leaf.hosts.size() ? "└─" : "├─", h.name, h.address,
+                 RateText(s.HostRate(h.name)), notes);
+    }
+  }
+  for (const auto& p : s.paths) {
+    fmt::print("path {} <-> {} degraded to {}\n", p.a, p.b, RateText(p.rate_bits));
+  }
+}
+
+nlohmann::json StateJson(const ClusterState& s) {
+  nlohmann::json j = nlohmann::json::parse(StateToJson(s));
+  j["host_list"] = nlohmann::json::array();
+  for (const auto& h : s.plan.hosts) {
+    j["host_list"].push_back({{"name", h.name},
+                              {"leaf", s.plan.leaves[h.leaf].name},
+                              {"address", h.address},
+                              {"netns", s.spec().mode == Mode::kNetns ? h.netns : ""},
+                              {"rate_bits", s.HostRate(h.name)},
+                              {"cut", s.cut.count(h.name) > 0}});
+  }
+  return j;
+}
+
+}  // namespace
+
+void RegisterVclusterCommand(CLI::App& app, Action* action) {
+  CLI::App* vc = app.add_subcommand(
+      "vcluster",
+      "A virtual cluster on this machine: hosts are network namespaces on a leaf/spine tree "
+      "of bridges, with shaped (tbf) and cuttable links");
+  vc->require_subcommand(1);
+  vc->footer(
+      "Examples:\n"
+      "  railyard vcluster up --hosts 8 --leaves 2 --leaf-rate 10Gbit --spine-rate 5Gbit\n"
+      "  railyard vcluster status\n"
+      "  railyard vcluster exec node0 -- ping -c1 198.18.1.5\n"
+      "  railyard vcluster degrade node3 --rate 100Mbit\n"
+      "  railyard vcluster degrade node0 node5 --rate 50Mbit\n"
+      "  railyard vcluster cut node2 && railyard vcluster heal node2\n"
+      "  railyard vcluster down\n"
+      "Docs: docs/vcluster.md");
+
+  // up
+  {
+    struct Flags {
+      CommonFlags common;
+      int hosts = 4;
+      int leaves = 2;
+      std::string leaf_rate = "1Gbit";
+      std::string spine_rate = "500Mbit";
+      std::string mode = "auto";
+      std::string topology_out;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* up = vc->add_subcommand("up", "Create the namespaces, bridges and links");
+    AddCommonFlags(up, &f->common);
+    up->add_option("--hosts", f->hosts, "number of hosts (1-250)")->capture_default_str();
+    up->add_option("--leaves", f->leaves, "number of leaf switches; hosts are spread evenly")
+        ->capture_default_str();
+    up->add_option("--leaf-rate", f->leaf_rate,
+                   "rate of each host's link to its leaf, e.g. 10Gbit, 800Mbit, 1.25GB/s; "
+                   "'none' for unshaped")
+        ->capture_default_str();
+    up->add_option("--spine-rate", f->spine_rate,
+                   "rate of each leaf's uplink to the spine; below the leaf rate, traffic "
+                   "between leaves is slower, as on an oversubscribed fabric")
+        ->capture_default_str();
+    up->add_option("--mode", f->mode,
+                   "auto (namespaces when root, else loopback), netns, or loopback")
+        ->capture_default_str();
+    up->add_option("--topology-out", f->topology_out,
+                   "also write the topology YAML here (it is always written to the state dir)");
+    up->footer("Example:\n  railyard vcluster up --hosts 8 --leaves 2 --leaf-rate 10Gbit --spine-rate 5Gbit");
+    up->callback([f, action] {
+      *action = [f]() -> Outcome {
+        ClusterSpec spec;
+        spec.prefix = f->common.prefix;
+        spec.hosts = f->hosts;
+        spec.leaves = f->leaves;
+        auto lr = ParseRateFlag("--leaf-rate", f->leaf_rate);
+        if (!lr.ok()) return lr.status();
+        auto sr = ParseRateFlag("--spine-rate", f->spine_rate);
+        if (!sr.ok()) return sr.status();
+        spec.leaf_rate_bits = *lr;
+        spec.spine_rate_bits = *sr;
+        if (Status s = ValidateSpec(spec); !s.ok()) return s;
+        if (f->mode != "auto" && f->mode != "netns" && f->mode != "loopback") {
+          return InvalidArgument("--mode '{}': expected auto, netns or loopback", f->mode);
+        }
+        std::unique_ptr<CommandRunner> system;
+        auto failing = MakeRunner(&system);
+        CommandRunner* runner = failing ? failing.get() : system.get();
+        if (f->mode == "auto") {
+          ModeChoice choice = DetectMode(system.get(), spec.prefix);
+          spec.mode = choice.mode;
+          if (choice.mode == Mode::kLoopback) {
+            fmt::print("note: loopback mode, {}: hosts are addresses on 127.77.0.0/16, links "
+                       "are not shaped and cannot be cut\n", choice.reason);
+          }
+        } else {
+          spec.mode = f->mode == "netns" ? Mode::kNetns : Mode::kLoopback;
+        }
+        VirtualCluster vcl(runner, f->common.state_dir);
+        auto state = vcl.Up(spec, [](std::string_view step) { fmt::print("  {}\n", step); });
+        if (!state.ok()) return state.status();
+        if (!f->topology_out.empty()) {
+          auto text = base::ReadFile(state->topology_file);
+          if (!text.ok()) return text.status();
+          if (Status s = base::WriteFileAtomic(f->topology_out, *text); !s.ok()) return s;
+        }
+        PrintTree(*state);
+        fmt::print("topology: {}\n", state->topology_file);
+        return Status::Ok();
+      };
+    });
+  }
+
+  // down
+  {
+    auto f = std::make_shared<CommonFlags>();
+    CLI::App* down = vc->add_subcommand(
+        "down", "Remove every namespace, bridge and veth of the cluster (idempotent; also "
+                "cleans up after a crash)");
+    AddCommonFlags(down, f.get());
+    down->callback([f, action] {
+      *action = [f]() -> Outcome {
+        auto system = MakeSystemRunner(std::chrono::seconds(20));
+        VirtualCluster vcl(system.get(), f->state_dir);
+        auto report = vcl.Down(f->prefix);
+        if (!report.ok()) return report.status();
+        if (!report->had_state && report->removed.empty()) {
+          fmt::print("cluster '{}': nothing to remove\n", f->prefix);
+        } else {
+          fmt::print("cluster '{}' is down ({} namespaces and links removed)\n", f->prefix,
+                     report->removed.size());
+        }
+        return Status::Ok();
+      };
+    });
+  }
+
+  // status
+  {
+    struct Flags {
+      CommonFlags common;
+      bool json = false;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* status = vc->add_subcommand("status", "Show the cluster's tree, addresses and link states");
+    AddCommonFlags(status, &f->common);
+    status->add_flag("--json", f->json, "print the state as JSON");
+    status->callback([f, action] {
+      *action = [f]() -> Outcome {
+        VirtualCluster vcl(nullptr, f->common.state_dir);
+        auto state = vcl.Load(f->common.prefix);
+        if (!state.ok()) return state.status();
+        if (f->json) {
+          fmt::print("{}\n", StateJson(*state).dump(2));
+        } else {
+          PrintTree(*state);
+          fmt::print("created {}; topology {}\n", state->created, state->topology_file);
+        }
+        return Status::Ok();
+      };
+    });
+  }
+
+  // list
+  {
+    struct Flags {
+      std::string state_dir = DefaultStateDir();
+      bool json = false;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* list = vc->add_subcommand("list", "List the virtual clusters that are up");
+    list->add_option("--state-dir", f->state_dir, "where state files live")->capture_default_str();
+    list->add_flag("--json", f->json, "print as JSON");
+    list->callback([f, action] {
+      *action = [f]() -> Outcome {
+        VirtualCluster vcl(nullptr, f->state_dir);
+        auto all = vcl.List();
+        if (!all.ok()) return all.status();
+        if (f->json) {
+          nlohmann::json j = nlohmann::json::array();
+          for (const auto& s : *all) j.push_back(StateJson(s));
+          fmt::print("{}\n", j.dump(2));
+          return Status::Ok();
+        }
+        if (all->empty()) {
+          fmt::print("no virtual clusters are up (state dir {})\n", f->state_dir);
+          return Status::Ok();
+        }
+        fmt::print("{:<8} {:<9} {:>5} {:>6}  {}\n", "PREFIX", "MODE", "HOSTS", "LEAVES", "CREATED");
+        for (const auto& s : *all) {
+          fmt::print("{:<8} {:<9} {:>5} {:>6}  {}\n", s.spec().prefix, ModeName(s.spec().mode),
+                     s.spec().hosts, s.spec().leaves, s.created);
+        }
+        return Status::Ok();
+      };
+    });
+  }
+
+  // exec
+  {
+    struct Flags {
+      CommonFlags common;
+      std::string host;
+      std::vector<std::string> command;
+      std::string timeout = "1h";
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* ex = vc->add_subcommand(
+        "exec", "Run a command on a virtual host (inside its namespace, with RAILYARD_VHOST, "
+                "RAILYARD_VHOST_ADDR set); exits with the command's exit code");
+    AddCommonFlags(ex, &f->common);
+    ex->add_option("host", f->host, "host name, e.g. node3")->required();
+    ex->add_option("command", f->command, "the command and its arguments, after --")
+        ->required();
+    ex->add_option("--timeout", f->timeout, "kill the command (and all it started) after this")
+        ->capture_default_str();
+    ex->footer("Example:\n  railyard vcluster exec node0 -- ping -c 3 198.18.1.3");
+    ex->callback([f, action] {
+      *action = [f]() -> Outcome {
+        auto timeout = base::ParseDuration(f->timeout);
+        if (!timeout.ok()) return timeout.status().WithContext("--timeout");
+        VirtualCluster vcl(nullptr, f->common.state_dir);
+        auto state = vcl.Load(f->common.prefix);
+        if (!state.ok()) return state.status();
+        const HostPlan* host = state->plan.FindHost(f->host);
+        if (host == nullptr) {
+          std::string names;
+          for (const auto& h : state->plan.hosts) names += (names.empty() ? "" : ", ") + h.name;
+          return NotFound("unknown host '{}' in cluster '{}' (hosts: {})", f->host,
+                          f->common.prefix, names);
+        }
+        HostExecution hx = ExecutionFor(*state, *host);
+        base::SpawnOptions so{.argv = f->command,
+                              .env = hx.env,
+                              .netns_path = hx.netns_path,
+                              .capture_stdout = false,
+                              .capture_stderr = false};
+        auto child = base::Child::Spawn(so);
+        if (!child.ok()) return child.status();
+        auto done = child->Wait(base::Deadline::After(*timeout));
+        if (!done.ok()) {
+          child->KillAndReap();
+          return done.status().WithContext(fmt::format("exec on {}", f->host));
+        }
+        if (done->signal != 0) return 128 + done->signal;
+        return done->exit_code;
+      };
+    });
+  }
+
+  // degrade / restore / cut / heal
+  {
+    struct Flags {
+      CommonFlags common;
+      std::vector<std::string> hosts;
+      std::string rate;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* dg = vc->add_subcommand(
+        "degrade", "Slow one host's link (one host) or one path between two hosts");
+    AddCommonFlags(dg, &f->common);
+    dg->add_option("hosts", f->hosts, "HOST, or HOST-A HOST-B for one path")
+        ->required()
+        ->expected(1, 2);
+    dg->add_option("--rate", f->rate, "the new rate, e.g. 100Mbit")->required();
+    dg->footer("Examples:\n  railyard vcluster degrade node3 --rate 100Mbit\n"
+               "  railyard vcluster degrade node0 node5 --rate 50Mbit");
+    dg->callback([f, action] {
+      *action = [f]() -> Outcome {
+        auto rate = base::ParseRateBits(f->rate);
+        if (!rate.ok()) return rate.status().WithContext("--rate");
+        auto system = MakeSystemRunner(std::chrono::seconds(20));
+        VirtualCluster vcl(system.get(), f->common.state_dir);
+        Status s = f->hosts.size() == 1
+                       ? vcl.DegradeHost(f->common.prefix, f->hosts[0], *rate)
+                       : vcl.DegradePath(f->common.prefix, f->hosts[0], f->hosts[1], *rate);
+        if (s.ok()) {
+          fmt::print("{} degraded to {}\n",
+                     f->hosts.size() == 1 ? f->hosts[0] : f->hosts[0] + " <-> " + f->hosts[1],
+                     RateText(*rate));
+        }
+        return s;
+      };
+    });
+
+    auto r = std::make_shared<CommonFlags>();
+    CLI::App* rs = vc->add_subcommand("restore", "Undo every degrade (cut links stay cut)");
+    AddCommonFlags(rs, r.get());
+    rs->callback([r, action] {
+      *action = [r]() -> Outcome {
+        auto system = MakeSystemRunner(std::chrono::seconds(20));
+        VirtualCluster vcl(system.get(), r->state_dir);
+        Status s = vcl.Restore(r->prefix);
+        if (s.ok()) fmt::print("cluster '{}': link rates restored\n", r->prefix);
+        return s;
+      };
+    });
+
+    for (bool cut : {true, false}) {
+      auto c = std::make_shared<Flags>();
+      CLI::App* sub = vc->add_subcommand(
+          cut ? "cut" : "heal",
+          cut ? "Take a host's link down (the host becomes unreachable)"
+              : "Bring a cut host's link back up");
+      AddCommonFlags(sub, &c->common);
+      sub->add_option("host", c->hosts, "host name")->required()->expected(1);
+      sub->callback([c, action, cut] {
+        *action = [c, cut]() -> Outcome {
+          auto system = MakeSystemRunner(std::chrono::seconds(20));
+          VirtualCluster vcl(system.get(), c->common.state_dir);
+          Status s = cut ? vcl.Cut(c->common.prefix, c->hosts[0])
+                         : vcl.Heal(c->common.prefix, c->hosts[0]);
+          if (s.ok()) fmt::print("{}: link {}\n", c->hosts[0], cut ? "down" : "up");
+          return s;
+        };
+      });
+    }
+  }
+}
+
+}  // namespace railyard::cli

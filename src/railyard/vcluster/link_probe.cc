@@ -1,0 +1,176 @@
+#include "railyard/vcluster/link_probe.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "railyard/base/files.h"
+
+namespace railyard::vcluster {
+namespace {
+
+using base::Clock;
+using base::Deadline;
+using base::UniqueFd;
+
+constexpr size_t kChunk = 1 << 20;
+
+Result<sockaddr_in> MakeAddr(const std::string& address, uint16_t port) {
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  if (::inet_pton(AF_INET, address.c_str(), &sa.sin_addr) != 1) {
+    return InvalidArgument("'{}' is not an IPv4 address", address);
+  }
+  return sa;
+}
+
+// Waits for `events` on fd until the deadline. DEADLINE_EXCEEDED names `what`.
+Status WaitFor(int fd, short events, Deadline deadline, std::string_view what) {
+  for (;;) {
+    pollfd p{fd, events, 0};
+    int r = ::poll(&p, 1, deadline.PollTimeoutMs());
+    if (r > 0) return Status::Ok();
+    if (r == 0) return DeadlineExceeded("{}: no progress before the deadline", what);
+    if (errno != EINTR) return ErrnoStatus(errno, what);
+  }
+}
+
+void PutU64(unsigned char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+uint64_t GetU64(const unsigned char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+void ServeConnection(UniqueFd fd, Deadline deadline) {
+  std::vector<char> buf(kChunk);
+  uint64_t bytes = 0;
+  Clock::time_point first{}, last{};
+  for (;;) {
+    if (!WaitFor(fd.get(), POLLIN, deadline, "sink read").ok()) return;
+    ssize_t n = ::recv(fd.get(), buf.data(), buf.size(), 0);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return;
+    }
+    if (n == 0) break;
+    last = Clock::now();
+    if (bytes == 0) first = last;
+    bytes += static_cast<uint64_t>(n);
+  }
+  unsigned char reply[16];
+  PutU64(reply, bytes);
+  PutU64(reply + 8, static_cast<uint64_t>((last - first).count()));
+  base::WriteAll(fd.get(), std::string_view(reinterpret_cast<char*>(reply), 16), "sink reply")
+      .IgnoreError();
+}
+
+}  // namespace
+
+Status ParseHostPort(std::string_view text, std::string* address, uint16_t* port) {
+  auto colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    return InvalidArgument("'{}': expected ADDRESS:PORT, e.g. 198.18.0.2:5201", text);
+  }
+  std::string_view p = text.substr(colon + 1);
+  unsigned value = 0;
+  auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), value);
+  if (ec != std::errc() || ptr != p.data() + p.size() || value > 65535) {
+    return InvalidArgument("'{}': port '{}' is not a number from 0 to 65535", text, p);
+  }
+  *address = std::string(text.substr(0, colon));
+  *port = static_cast<uint16_t>(value);
+  return Status::Ok();
+}
+
+Status RunSink(const SinkOptions& options, const std::function<void(std::string)>& on_ready) {
+  RY_ASSIGN_OR_RETURN(sockaddr_in sa, MakeAddr(options.address, options.port));
+  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!listener.valid()) return ErrnoStatus(errno, "sink: socket");
+  int one = 1;
+  ::setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(listener.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    return ErrnoStatus(errno, fmt::format("sink: bind {}:{}", options.address, options.port));
+  }
+  if (::listen(listener.get(), 64) != 0) return ErrnoStatus(errno, "sink: listen");
+  socklen_t len = sizeof sa;
+  ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&sa), &len);
+  if (on_ready) on_ready(fmt::format("{}:{}", options.address, ntohs(sa.sin_port)));
+
+  const Deadline end = Deadline::After(options.lifetime);
+  std::vector<std::thread> workers;
+  for (int served = 0; served < options.max_connections;) {
+    Status ready = WaitFor(listener.get(), POLLIN, end, "sink accept");
+    if (!ready.ok()) break;  // lifetime over
+    int fd = ::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    ++served;
+    workers.emplace_back(ServeConnection, UniqueFd(fd), end);
+  }
+  for (auto& t : workers) t.join();
+  return Status::Ok();
+}
+
+Result<SendResult> RunSend(const std::string& address, uint16_t port, base::Duration duration,
+                           Deadline deadline) {
+  const std::string where = fmt::format("{}:{}", address, port);
+  RY_ASSIGN_OR_RETURN(sockaddr_in sa, MakeAddr(address, port));
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd.valid()) return ErrnoStatus(errno, "send: socket");
+  int one = 1;
+  ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 &&
+      errno != EINPROGRESS) {
+    return ErrnoStatus(errno, fmt::format("connect to sink {}", where));
+  }
+  RY_RETURN_IF_ERROR(WaitFor(fd.get(), POLLOUT, deadline, fmt::format("connect to {}", where)));
+  int err = 0;
+  socklen_t elen = sizeof err;
+  ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &elen);
+  if (err != 0) return ErrnoStatus(err, fmt::format("connect to sink {}", where));
+
+  std::vector<char> chunk(kChunk, 'r');
+  const Deadline stop = Deadline::Earliest(Deadline::After(duration), deadline);
+  while (!stop.Expired()) {
+    RY_RETURN_IF_ERROR(WaitFor(fd.get(), POLLOUT, deadline, fmt::format("send to {}", where)));
+    ssize_t n = ::send(fd.get(), chunk.data(), chunk.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno != EAGAIN && errno != EINTR) {
+      return ErrnoStatus(errno, fmt::format("send to {}", where));
+    }
+  }
+  ::shutdown(fd.get(), SHUT_WR);
+  unsigned char reply[16];
+  size_t got = 0;
+  while (got < sizeof reply) {
+    RY_RETURN_IF_ERROR(
+        WaitFor(fd.get(), POLLIN, deadline, fmt::format("waiting for sink {} to answer", where)));
+    ssize_t n = ::recv(fd.get(), reply + got, sizeof reply - got, 0);
+    if (n == 0) return Unavailable("sink {} closed the connection without answering", where);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) continue;
+      return ErrnoStatus(errno, fmt::format("read answer of sink {}", where));
+    }
+    got += static_cast<size_t>(n);
+  }
+  SendResult r;
+  r.bytes = GetU64(reply);
+  r.seconds = static_cast<double>(GetU64(reply + 8)) / 1e9;
+  return r;
+}
+
+}  // namespace railyard::vcluster

@@ -1,0 +1,75 @@
+#include "railyard/vcluster/state.h"
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include "railyard/vcluster/topology_file.h"
+
+namespace railyard::vcluster {
+namespace {
+
+ClusterState Sample() {
+  ClusterSpec spec;
+  spec.prefix = "ryt";
+  spec.hosts = 5;
+  spec.leaves = 2;
+  spec.leaf_rate_bits = 1'000'000'000;
+  spec.spine_rate_bits = 500'000'000;
+  ClusterState s;
+  s.plan = MakePlan(spec);
+  s.created = "2026-11-30T19:00:00Z";
+  s.host_rates["node1"] = 100'000'000;
+  s.cut.insert("node4");
+  s.paths.push_back({"node0", "node3", 50'000'000});
+  s.topology_file = "/tmp/x.yaml";
+  return s;
+}
+
+TEST(StateTest, JsonRoundTrip) {
+  ClusterState s = Sample();
+  auto back = StateFromJson(StateToJson(s), "state.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->spec().hosts, 5);
+  EXPECT_EQ(back->spec().spine_rate_bits, 500'000'000u);
+  EXPECT_EQ(back->HostRate("node1"), 100'000'000u);
+  EXPECT_EQ(back->HostRate("node2"), 1'000'000'000u);
+  EXPECT_EQ(back->cut.count("node4"), 1u);
+  ASSERT_EQ(back->paths.size(), 1u);
+  EXPECT_EQ(back->paths[0].b, "node3");
+  EXPECT_EQ(back->plan.hosts[4].netns, "ryt-node4");
+}
+
+TEST(StateTest, BadFilesNameTheSourceAndField) {
+  auto garbage = StateFromJson("{not json", "/run/railyard/vcluster-ry.json");
+  ASSERT_FALSE(garbage.ok());
+  EXPECT_NE(garbage.status().message().find("/run/railyard/vcluster-ry.json"), std::string::npos);
+  auto version = StateFromJson(R"({"state_version": 7})", "s.json");
+  ASSERT_FALSE(version.ok());
+  EXPECT_NE(version.status().message().find("state_version"), std::string::npos);
+  auto mode = StateFromJson(
+      R"({"state_version":1,"prefix":"ry","mode":"vm","hosts":2,"leaves":1,"leaf_rate_bits":0,"spine_rate_bits":0})",
+      "s.json");
+  ASSERT_FALSE(mode.ok());
+  EXPECT_NE(mode.status().message().find("'mode'"), std::string::npos);
+  auto invalid = StateFromJson(
+      R"({"state_version":1,"prefix":"ry","mode":"netns","hosts":2,"leaves":3,"leaf_rate_bits":0,"spine_rate_bits":0})",
+      "s.json");
+  ASSERT_FALSE(invalid.ok());
+  EXPECT_NE(invalid.status().message().find("--leaves 3"), std::string::npos);
+}
+
+TEST(TopologyFileTest, VersionedTreeWithEveryHost) {
+  YAML::Node y = YAML::Load(TopologyYaml(Sample()));
+  EXPECT_EQ(y["version"].as<int>(), 1);
+  EXPECT_EQ(y["levels"][0].as<std::string>(), "spine");
+  EXPECT_EQ(y["levels"][1].as<std::string>(), "leaf");
+  ASSERT_EQ(y["switches"].size(), 3u);  // spine0 + 2 leaves
+  EXPECT_EQ(y["switches"][1]["parent"].as<std::string>(), "spine0");
+  ASSERT_EQ(y["nodes"].size(), 5u);
+  EXPECT_EQ(y["nodes"][4]["switch"].as<std::string>(), "leaf1");
+  EXPECT_EQ(y["nodes"][0]["address"].as<std::string>(), "198.18.0.1");
+  EXPECT_EQ(y["vcluster"]["prefix"].as<std::string>(), "ryt");
+}
+
+}  // namespace
+}  // namespace railyard::vcluster

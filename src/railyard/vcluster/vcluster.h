@@ -1,0 +1,100 @@
+// VirtualCluster: brings a virtual cluster up and down and changes its links.
+//
+// Every mutating call takes a per-prefix lock (flock on <state_dir>/vcluster-<p>.lock), so
+// two commands on the same cluster never interleave. `Up` is all or nothing: if any step
+// fails, everything created so far is removed before the error is returned. `Down` finds
+// objects by their name prefix, not only through the state file, so it also cleans up after
+// a crash, and it is idempotent.
+//
+//   auto runner = MakeSystemRunner(std::chrono::seconds(10));
+//   VirtualCluster vc(runner.get(), DefaultStateDir());
+//   RY_ASSIGN_OR_RETURN(ClusterState st, vc.Up(spec, progress));
+//   ...
+//   RY_RETURN_IF_ERROR(vc.Down("ry").status());
+//
+// Thread-safety: one VirtualCluster per thread; different processes are serialised by the
+// lock.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "railyard/base/status.h"
+#include "railyard/vcluster/command_runner.h"
+#include "railyard/vcluster/spec.h"
+#include "railyard/vcluster/state.h"
+
+namespace railyard::vcluster {
+
+using ProgressFn = std::function<void(std::string_view)>;
+
+struct ModeChoice {
+  Mode mode = Mode::kNetns;
+  std::string reason;  // why loopback was chosen; empty for netns
+};
+
+// netns when we are root and a namespace can be created, else loopback with the reason.
+ModeChoice DetectMode(CommandRunner* runner, std::string_view prefix);
+
+struct DownReport {
+  std::vector<std::string> removed;  // netns and link names removed
+  bool had_state = false;            // a state file existed
+};
+
+struct OwnedObjects {
+  std::vector<std::string> netns;
+  std::vector<std::string> links;
+};
+
+class VirtualCluster {
+ public:
+  // `runner` is not owned and must outlive this object.
+  VirtualCluster(CommandRunner* runner, std::string state_dir);
+
+  // Builds the cluster described by `spec` (mode already decided) and writes the state and
+  // topology files. ALREADY_EXISTS when a cluster with this prefix is up;
+  // FAILED_PRECONDITION when leftovers with the prefix exist without a state file.
+  Result<ClusterState> Up(const ClusterSpec& spec, const ProgressFn& progress = {});
+
+  // Removes every namespace and link named "<prefix>-..." and the state files. OK when
+  // nothing was there. INTERNAL naming what could not be removed.
+  Result<DownReport> Down(std::string_view prefix, const ProgressFn& progress = {});
+
+  // The state of an up cluster; FAILED_PRECONDITION ("no cluster ... is up") otherwise.
+  Result<ClusterState> Load(std::string_view prefix) const;
+
+  // All clusters with a state file in the state directory, sorted by prefix.
+  Result<std::vector<ClusterState>> List() const;
+
+  // Names of namespaces and links carrying the prefix that exist right now.
+  Result<std::vector<std::string>> FindOwned(std::string_view prefix);
+  Result<OwnedObjects> ListOwned(std::string_view prefix);
+
+  // Link changes. NOT_FOUND for an unknown host (the message lists the hosts);
+  // UNIMPLEMENTED in loopback mode; INVALID_ARGUMENT for a zero rate or a path to itself.
+  Status DegradeHost(std::string_view prefix, std::string_view host, uint64_t rate_bits);
+  Status DegradePath(std::string_view prefix, std::string_view a, std::string_view b,
+                     uint64_t rate_bits);
+  // Back to the rates of the spec; cut links stay cut (use Heal).
+  Status Restore(std::string_view prefix);
+  Status Cut(std::string_view prefix, std::string_view host);
+  Status Heal(std::string_view prefix, std::string_view host);
+
+  const std::string& state_dir() const { return state_dir_; }
+
+ private:
+  Result<DownReport> DownLocked(std::string_view prefix, const ProgressFn& progress);
+  Status BuildNetns(const ClusterState& state, const ProgressFn& progress);
+  Status ApplyHostShaping(const ClusterState& state, const HostPlan& host);
+  Status ApplyLinkRate(const std::string& dev, const std::string& netns, uint64_t rate_bits);
+  Status Save(const ClusterState& state);
+  Result<ClusterState> LoadForChange(std::string_view prefix) const;
+  Result<const HostPlan*> ResolveHost(const ClusterState& state, std::string_view host) const;
+
+  CommandRunner* runner_;
+  std::string state_dir_;
+};
+
+}  // namespace railyard::vcluster
