@@ -129,8 +129,9 @@ TEST(ChecksumHex, RejectsBadText) {
             "invalid checksum '2d06800538d394c20': expected 16 hex digits, got 17 characters");
   EXPECT_EQ(error("2d06800538g394c2"),
             "invalid checksum '2d06800538g394c2': character 11 is 'g', not a hex digit");
-  EXPECT_EQ(error(std::string_view("2d06800538d394\0\x01", 16)),
-            "invalid checksum '2d06800538d394\\x00\\x01': character 15 is '\\x00', not a hex digit");
+  EXPECT_EQ(
+      error(std::string_view("2d06800538d394\0\x01", 16)),
+      "invalid checksum '2d06800538d394\\x00\\x01': character 15 is '\\x00', not a hex digit");
   error("0x06800538d394c2");
   error(" d06800538d394c2");
   error("-d06800538d394c2");

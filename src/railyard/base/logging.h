@@ -15,14 +15,14 @@
 // written whole, never interleaved.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "railyard/base/status.h"
 

@@ -168,8 +168,9 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
           ModeChoice choice = DetectMode(system.get(), spec.prefix);
           spec.mode = choice.mode;
           if (choice.mode == Mode::kLoopback) {
-            fmt::print("note: loopback mode, {}: hosts are addresses on 127.77.0.0/16, links "
-                       "are not shaped and cannot be cut\n", choice.reason);
+            fmt::print("note: loopback mode, {}: hosts are addresses on 127.{}.0.0/16, links "
+                       "are not shaped and cannot be cut\n",
+                       choice.reason, LoopbackOctet(spec.prefix));
           }
         } else {
           spec.mode = f->mode == "netns" ? Mode::kNetns : Mode::kLoopback;
@@ -322,6 +323,86 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
         }
         if (done->signal != 0) return 128 + done->signal;
         return done->exit_code;
+      };
+    });
+  }
+
+  // matrix
+  {
+    struct Flags {
+      CommonFlags common;
+      std::string per_pair = "300ms";
+      std::string pairs;
+      int port = 5201;
+      bool json = false;
+    };
+    auto f = std::make_shared<Flags>();
+    CLI::App* mx = vc->add_subcommand(
+        "matrix", "Measure host-to-host TCP bandwidth, one ordered pair at a time");
+    AddCommonFlags(mx, &f->common);
+    mx->add_option("--per-pair", f->per_pair, "how long each pair streams")->capture_default_str();
+    mx->add_option("--pairs", f->pairs,
+                   "only these pairs, e.g. node0:node1,node2:node0 (default: every ordered pair)");
+    mx->add_option("--port", f->port, "probe port on every host")->capture_default_str();
+    mx->add_flag("--json", f->json,
+                 "print [{\"src\", \"dst\", \"bits_per_second\"}] instead of a table");
+    mx->footer("Example:\n  railyard vcluster matrix --pairs node0:node1,node0:node2 --json");
+    mx->callback([f, action] {
+      *action = [f]() -> Outcome {
+        auto per_pair = base::ParseDuration(f->per_pair);
+        if (!per_pair.ok()) return per_pair.status().WithContext("--per-pair");
+        if (f->port < 1 || f->port > 65535) {
+          return InvalidArgument("--port {}: expected 1 to 65535", f->port);
+        }
+        VirtualCluster vcl(nullptr, f->common.state_dir);
+        auto state = vcl.Load(f->common.prefix);
+        if (!state.ok()) return state.status();
+        MatrixOptions mo;
+        mo.railyard_binary = SelfExecutable();
+        mo.per_pair = *per_pair;
+        mo.port = static_cast<uint16_t>(f->port);
+        std::string_view rest = f->pairs;
+        while (!rest.empty()) {
+          size_t comma = rest.find(',');
+          std::string_view item = rest.substr(0, comma);
+          rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
+          size_t colon = item.find(':');
+          if (colon == std::string_view::npos) {
+            return InvalidArgument("--pairs: '{}' is not SRC:DST (e.g. node0:node1)", item);
+          }
+          const HostPlan* s = state->plan.FindHost(item.substr(0, colon));
+          const HostPlan* d = state->plan.FindHost(item.substr(colon + 1));
+          if (s == nullptr || d == nullptr || s == d) {
+            return InvalidArgument(
+                "--pairs: '{}': expected two different hosts of cluster '{}' ({})", item,
+                f->common.prefix, state->plan.HostList());
+          }
+          mo.pairs.emplace_back(s->index, d->index);
+        }
+        const auto& hosts = state->plan.hosts;
+        if (!f->json) {
+          mo.on_pair = [&](int s, int d, double bits) {
+            fmt::print("{:<8} -> {:<8} {:>10}\n", hosts[s].name, hosts[d].name,
+                       base::FormatRateBits(bits));
+            std::fflush(stdout);
+          };
+        }
+        auto m = MeasureBandwidth(*state, mo);
+        if (!m.ok()) return m.status();
+        if (f->json) {
+          nlohmann::json j = nlohmann::json::array();
+          for (size_t s = 0; s < hosts.size(); ++s) {
+            for (size_t d = 0; d < hosts.size(); ++d) {
+              if ((*m)[s][d] > 0) {
+                j.push_back({{"src", hosts[s].name},
+                             {"dst", hosts[d].name},
+                             {"bits_per_second", (*m)[s][d]}});
+              }
+            }
+          }
+          fmt::print("{}\n", j.dump());
+        }
+        return Status::Ok();
       };
     });
   }

@@ -35,6 +35,13 @@ Status ValidateSpec(const ClusterSpec& spec) {
   return Status::Ok();
 }
 
+int LoopbackOctet(std::string_view prefix) {
+  // FNV-1a, folded into 64..191: stable for a prefix, different for most pairs of prefixes.
+  uint32_t h = 2166136261u;
+  for (char c : prefix) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+  return 64 + static_cast<int>(h % 128);
+}
+
 std::string OwnedNamePrefix(std::string_view prefix) { return fmt::format("{}-", prefix); }
 
 ClusterPlan MakePlan(const ClusterSpec& spec) {
@@ -58,8 +65,9 @@ ClusterPlan MakePlan(const ClusterSpec& spec) {
       h.index = next_host++;
       h.name = fmt::format("node{}", h.index);
       h.leaf = l;
-      const char* net = spec.mode == Mode::kNetns ? "198.18" : "127.77";
-      h.address = fmt::format("{}.{}.{}", net, l, h.index + 1);
+      h.address = spec.mode == Mode::kNetns
+                      ? fmt::format("198.18.{}.{}", l, h.index + 1)
+                      : fmt::format("127.{}.{}.{}", LoopbackOctet(p), l, h.index + 1);
       h.netns = fmt::format("{}-{}", p, h.name);
       h.bridge_port = fmt::format("{}-h{}", p, h.index);
       leaf.hosts.push_back(h.index);

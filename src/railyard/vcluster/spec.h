@@ -13,7 +13,8 @@
 //
 // 198.18.0.0/15 is the range RFC 2544 reserves for network benchmarking: it never collides
 // with a real network and no namespace has a route out of it. In loopback mode the hosts are
-// 127.77.<L>.<I+1> on the machine's loopback interface instead.
+// 127.<X>.<L>.<I+1> on the machine's loopback interface instead, X = LoopbackOctet(prefix), so
+// that clusters with different prefixes do not share addresses.
 //
 // Thread-safety: values.
 #pragma once
@@ -80,6 +81,9 @@ inline constexpr int kSubnetBits = 16;  // /16 inside the namespaces
 // Hosts are spread over leaves in contiguous blocks, sizes differing by at most one
 // (8 hosts on 3 leaves: 3, 3, 2). Preconditions: ValidateSpec(spec).ok().
 ClusterPlan MakePlan(const ClusterSpec& spec);
+
+// Second octet of a loopback-mode cluster's addresses (64..191), derived from the prefix.
+int LoopbackOctet(std::string_view prefix);
 
 // Every name the prefix owns starts with "<prefix>-".
 std::string OwnedNamePrefix(std::string_view prefix);

@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include <fmt/format.h>
+
 #include <gtest/gtest.h>
 
 namespace railyard::vcluster {
@@ -77,7 +79,10 @@ TEST(SpecTest, AddressesAreUniqueAndInTheBenchmarkRange) {
   }
   ClusterSpec lo = Spec(3, 1);
   lo.mode = Mode::kLoopback;
-  EXPECT_EQ(MakePlan(lo).hosts[2].address, "127.77.0.3");
+  const std::string a = MakePlan(lo).hosts[2].address;
+  EXPECT_EQ(a, fmt::format("127.{}.0.3", LoopbackOctet("ry")));
+  lo.prefix = "ryt";
+  EXPECT_NE(MakePlan(lo).hosts[2].address, a);  // clusters side by side get their own range
 }
 
 TEST(SpecTest, FindHost) {

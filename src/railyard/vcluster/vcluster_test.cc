@@ -229,7 +229,7 @@ TEST_F(VirtualClusterTest, LoopbackModeRunsNoCommandsAndCannotShape) {
   auto st = vc.Up(spec_);
   ASSERT_TRUE(st.ok()) << st.status().ToString();
   EXPECT_TRUE(ip_.log.empty());
-  EXPECT_EQ(st->plan.hosts[0].address, "127.77.0.1");
+  EXPECT_EQ(st->plan.hosts[0].address.rfind("127.", 0), 0u);
   EXPECT_EQ(vc.DegradeHost("ryt", "node1", 1000).code(), StatusCode::kUnimplemented);
   EXPECT_EQ(vc.Cut("ryt", "node1").code(), StatusCode::kUnimplemented);
   ASSERT_TRUE(vc.Down("ryt").ok());
