@@ -79,15 +79,17 @@ Status RunDemo(const DemoFlags& f) {
 
   Step(2, total, "topology (also written as YAML for the placement and validation tools)");
   const auto& plan = state.plan;
+  const bool shaped = spec.mode == Mode::kNetns;
+  auto rate = [&](uint64_t bits) {
+    return shaped ? base::FormatRateBits(static_cast<double>(bits)) : std::string("unshaped");
+  };
   fmt::print("  spine0\n");
   for (const auto& leaf : plan.leaves) {
-    fmt::print("  └─ {} (uplink {}):", leaf.name,
-               base::FormatRateBits(static_cast<double>(spec.spine_rate_bits)));
+    fmt::print("  └─ {} (uplink {}):", leaf.name, rate(spec.spine_rate_bits));
     for (int h : leaf.hosts) fmt::print(" {}={}", plan.hosts[h].name, plan.hosts[h].address);
     fmt::print("\n");
   }
-  fmt::print("  host links {}; file {}\n",
-             base::FormatRateBits(static_cast<double>(spec.leaf_rate_bits)), state.topology_file);
+  fmt::print("  host links {}; file {}\n", rate(spec.leaf_rate_bits), state.topology_file);
 
   Step(3, total, fmt::format("host-to-host TCP bandwidth, one pair at a time ({} per pair)",
                              f.per_pair));
@@ -126,8 +128,7 @@ Status RunDemo(const DemoFlags& f) {
   if (same_n > 0) fmt::print("  same leaf:    mean {} Mbit/s\n", Mbit(same_sum / same_n));
   if (cross_n > 0) {
     fmt::print("  across leaves: mean {} Mbit/s (the spine uplink is {})\n",
-               Mbit(cross_sum / cross_n),
-               base::FormatRateBits(static_cast<double>(spec.spine_rate_bits)));
+               Mbit(cross_sum / cross_n), rate(spec.spine_rate_bits));
   }
 
   Step(4, total, "a degraded host is slower");
@@ -178,7 +179,7 @@ void RegisterDemoCommand(CLI::App& app, Action* action) {
   demo->add_option("--per-pair", f->per_pair, "measuring time per host pair")
       ->capture_default_str();
   demo->add_option("--mode", f->mode, "auto, netns or loopback")->capture_default_str();
-  demo->footer("Example:\n  sudo railyard demo --hosts 6 --leaves 3\nDocs: docs/demo.md");
+  demo->footer("Example:\n  sudo railyard demo --hosts 6 --leaves 3\nDocs: docs/demo.md\n");
   demo->callback([f, action] {
     *action = [f]() -> Outcome {
       if (f->mode != "auto" && f->mode != "netns" && f->mode != "loopback") {

@@ -39,7 +39,7 @@ int Main(int argc, char** argv) {
       "  railyard vcluster up --hosts 8 --leaves 2    # a virtual two-level fabric\n"
       "  railyard vcluster exec node3 -- ip addr      # run a command on a virtual host\n"
       "  railyard vcluster down\n\n"
-      "Run 'railyard COMMAND --help' for a command's flags. Docs: docs/README.md");
+      "Run 'railyard COMMAND --help' for a command's flags. Docs: docs/README.md\n");
   std::string log_level;
   app.add_option("--log-level", log_level,
                  "trace, debug, info, warn (default), error or off; overrides RAILYARD_LOG")

@@ -19,7 +19,7 @@ void RegisterProbeCommand(CLI::App& app, Action* action) {
       "Examples:\n"
       "  railyard vcluster exec node1 -- railyard probe sink --listen 198.18.0.2:5201 &\n"
       "  railyard vcluster exec node0 -- railyard probe send --to 198.18.0.2:5201 --time 1s\n"
-      "Docs: docs/probe.md");
+      "Docs: docs/probe.md\n");
 
   struct SinkFlags {
     std::string listen = "0.0.0.0:5201";

@@ -112,7 +112,7 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
       "  railyard vcluster degrade node0 node5 --rate 50Mbit\n"
       "  railyard vcluster cut node2 && railyard vcluster heal node2\n"
       "  railyard vcluster down\n"
-      "Docs: docs/vcluster.md");
+      "Docs: docs/vcluster.md\n");
 
   // up
   {
@@ -144,7 +144,7 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
         ->capture_default_str();
     up->add_option("--topology-out", f->topology_out,
                    "also write the topology YAML here (it is always written to the state dir)");
-    up->footer("Example:\n  railyard vcluster up --hosts 8 --leaves 2 --leaf-rate 10Gbit --spine-rate 5Gbit");
+    up->footer("Example:\n  railyard vcluster up --hosts 8 --leaves 2 --leaf-rate 10Gbit --spine-rate 5Gbit\n");
     up->callback([f, action] {
       *action = [f]() -> Outcome {
         ClusterSpec spec;
@@ -293,7 +293,7 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
         ->required();
     ex->add_option("--timeout", f->timeout, "kill the command (and all it started) after this")
         ->capture_default_str();
-    ex->footer("Example:\n  railyard vcluster exec node0 -- ping -c 3 198.18.1.3");
+    ex->footer("Example:\n  railyard vcluster exec node0 -- ping -c 3 198.18.1.3\n");
     ex->callback([f, action] {
       *action = [f]() -> Outcome {
         auto timeout = base::ParseDuration(f->timeout);
@@ -346,7 +346,7 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
     mx->add_option("--port", f->port, "probe port on every host")->capture_default_str();
     mx->add_flag("--json", f->json,
                  "print [{\"src\", \"dst\", \"bits_per_second\"}] instead of a table");
-    mx->footer("Example:\n  railyard vcluster matrix --pairs node0:node1,node0:node2 --json");
+    mx->footer("Example:\n  railyard vcluster matrix --pairs node0:node1,node0:node2 --json\n");
     mx->callback([f, action] {
       *action = [f]() -> Outcome {
         auto per_pair = base::ParseDuration(f->per_pair);
@@ -423,7 +423,7 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
         ->expected(1, 2);
     dg->add_option("--rate", f->rate, "the new rate, e.g. 100Mbit")->required();
     dg->footer("Examples:\n  railyard vcluster degrade node3 --rate 100Mbit\n"
-               "  railyard vcluster degrade node0 node5 --rate 50Mbit");
+               "  railyard vcluster degrade node0 node5 --rate 50Mbit\n");
     dg->callback([f, action] {
       *action = [f]() -> Outcome {
         auto rate = base::ParseRateBits(f->rate);

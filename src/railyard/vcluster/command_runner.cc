@@ -1,5 +1,6 @@
 #include "railyard/vcluster/command_runner.h"
 
+#include "railyard/base/logging.h"
 #include "railyard/base/subprocess.h"
 
 namespace railyard::vcluster {
@@ -10,6 +11,7 @@ class SystemRunner final : public CommandRunner {
   explicit SystemRunner(base::Duration per_command) : per_command_(per_command) {}
 
   Result<std::string> Run(const std::vector<std::string>& argv) override {
+    log_.Debug("run: {}", base::CommandLine(argv));
     base::SpawnOptions opts{.argv = argv, .env = {{"LC_ALL", "C"}}};
     RY_ASSIGN_OR_RETURN(base::ExitInfo info,
                         base::RunChecked(opts, base::Deadline::After(per_command_)));
@@ -18,6 +20,7 @@ class SystemRunner final : public CommandRunner {
 
  private:
   base::Duration per_command_;
+  base::Logger log_{"vcluster"};
 };
 
 }  // namespace

@@ -251,7 +251,13 @@ Result<ClusterState> VirtualCluster::Up(const ClusterSpec& spec, const ProgressF
     }
   }
   ClusterState state;
-  state.plan = MakePlan(spec);
+  ClusterSpec effective = spec;
+  if (spec.mode == Mode::kLoopback) {
+    // Nothing shapes loopback traffic: record the truth rather than the requested rates.
+    effective.leaf_rate_bits = 0;
+    effective.spine_rate_bits = 0;
+  }
+  state.plan = MakePlan(effective);
   state.created = NowIso8601();
   state.topology_file = TopologyFilePath(state_dir_, spec.prefix);
   if (spec.mode == Mode::kNetns) {
