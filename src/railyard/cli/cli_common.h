@@ -23,6 +23,11 @@ using Action = std::function<Outcome()>;
 void RegisterVclusterCommand(CLI::App& app, Action* action);
 void RegisterProbeCommand(CLI::App& app, Action* action);
 void RegisterDemoCommand(CLI::App& app, Action* action);
+void RegisterTopoCommand(CLI::App& app, Action* action);
+void RegisterDiscoverCommand(CLI::App& app, Action* action);
+void RegisterPlaceCommand(CLI::App& app, Action* action);
+void RegisterServeCommand(CLI::App& app, Action* action);
+void RegisterBenchCommand(CLI::App& app, Action* action);
 
 // Absolute path of the running railyard binary (for starting probes in namespaces).
 std::string SelfExecutable();

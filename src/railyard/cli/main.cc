@@ -51,6 +51,11 @@ int Main(int argc, char** argv) {
   RegisterVclusterCommand(app, &action);
   RegisterProbeCommand(app, &action);
   RegisterDemoCommand(app, &action);
+  RegisterTopoCommand(app, &action);
+  RegisterDiscoverCommand(app, &action);
+  RegisterPlaceCommand(app, &action);
+  RegisterServeCommand(app, &action);
+  RegisterBenchCommand(app, &action);
 
   try {
     app.parse(argc, argv);

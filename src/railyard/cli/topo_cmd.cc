@@ -1,0 +1,144 @@
+// `railyard topo show|export` and `railyard discover`: read a topology in any supported
+// format, print it, convert it for Slurm, Kubernetes/Kueue and NCCL; describe this node.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "railyard/base/files.h"
+#include "railyard/cli/cli_common.h"
+#include "railyard/topo/discover.h"
+#include "railyard/topo/kube_export.h"
+#include "railyard/topo/load.h"
+#include "railyard/topo/nccl_export.h"
+#include "railyard/topo/render.h"
+#include "railyard/topo/slurm_format.h"
+#include "railyard/topo/yaml_format.h"
+
+namespace railyard::cli {
+namespace {
+
+constexpr const char* kFormats =
+    "railyard-yaml, slurm-conf, slurm-yaml, k8s-labels, k8s-labels-json, kueue, nccl-xml, "
+    "hostfile";
+
+Result<std::string> Export(const topo::Cluster& c, const std::string& format,
+                           const std::string& node, int slots, const std::string& name) {
+  if (format == "railyard-yaml") return topo::WriteTopologyYaml(c);
+  if (format == "slurm-conf") return topo::WriteSlurmTopologyConf(c);
+  if (format == "slurm-yaml") return topo::WriteSlurmTopologyYaml(c);
+  if (format == "k8s-labels") return topo::KubectlLabelCommands(c);
+  if (format == "k8s-labels-json") return topo::NodeLabelsJson(c).dump(2) + "\n";
+  if (format == "kueue") return topo::KueueTopologyManifest(c, name);
+  if (format == "hostfile") return topo::Hostfile(c, {}, slots);
+  if (format == "nccl-xml") {
+    if (node.empty()) return InvalidArgument("--format nccl-xml needs --node NAME (one node's file)");
+    int n = c.FindNode(node);
+    if (n < 0) return NotFound("--node '{}' is not in the topology", node);
+    return topo::NcclTopologyXml(c.nodes[n]);
+  }
+  return InvalidArgument("--format '{}': expected one of {}", format, kFormats);
+}
+
+}  // namespace
+
+void RegisterTopoCommand(CLI::App& app, Action* action) {
+  CLI::App* topo = app.add_subcommand(
+      "topo", "Cluster topology: show it, or export it for Slurm, Kubernetes/Kueue and NCCL");
+  topo->require_subcommand(1);
+  topo->footer(
+      "Topology files: Railyard YAML, Slurm topology.conf (tree or block) or topology.yaml, AWS\n"
+      "DescribeInstanceTopology JSON, or a virtual cluster's file; the format is detected from\n"
+      "the content.\n"
+      "Examples:\n"
+      "  railyard topo show --topology examples/topology-2su-rail.yaml\n"
+      "  railyard topo export --topology topology.conf --format kueue > kueue-topology.yaml\n"
+      "  railyard topo export --topology aws.json --format slurm-conf > topology.conf\n"
+      "Docs: docs/topology.md\n");
+
+  struct ShowFlags {
+    std::string topology;
+  };
+  auto sf = std::make_shared<ShowFlags>();
+  CLI::App* show = topo->add_subcommand("show", "Print the tree readably");
+  show->add_option("--topology", sf->topology, "topology file (any supported format)")->required();
+  show->footer("Example:\n  railyard topo show --topology /run/railyard/vcluster-ry-topology.yaml\n");
+  show->callback([sf, action] {
+    *action = [sf]() -> Outcome {
+      auto c = topo::LoadTopology(sf->topology);
+      if (!c.ok()) return c.status();
+      fmt::print("{}", topo::RenderTree(*c));
+      return Status::Ok();
+    };
+  });
+
+  struct ExportFlags {
+    std::string topology;
+    std::string format;
+    std::string node;
+    std::string out;
+    std::string name = "railyard";
+    int slots = 0;
+  };
+  auto ef = std::make_shared<ExportFlags>();
+  CLI::App* ex = topo->add_subcommand("export", "Convert a topology for another system");
+  ex->add_option("--topology", ef->topology, "topology file (any supported format)")->required();
+  ex->add_option("--format", ef->format, std::string("one of: ") + kFormats)->required();
+  ex->add_option("--node", ef->node, "the node, for nccl-xml");
+  ex->add_option("--name", ef->name, "name of the Kueue Topology object")->capture_default_str();
+  ex->add_option("--slots", ef->slots, "slots per node in a hostfile (default: GPUs per node)");
+  ex->add_option("--out", ef->out, "write here (atomically) instead of stdout");
+  ex->footer(
+      "Formats:\n"
+      "  railyard-yaml    Railyard topology YAML (current version)\n"
+      "  slurm-conf       Slurm topology.conf (tree form, or block form for block topologies)\n"
+      "  slurm-yaml       Slurm topology.yaml\n"
+      "  k8s-labels       kubectl label commands: railyard.io/<level>=<switch> per node\n"
+      "  k8s-labels-json  the same labels as JSON {node: {label: value}}\n"
+      "  kueue            Kueue Topology (+ ResourceFlavor) over those labels\n"
+      "  nccl-xml         NCCL_TOPO_FILE XML for one node (--node)\n"
+      "  hostfile         OpenMPI hostfile in tree order\n"
+      "Example:\n  railyard topo export --topology cluster.yaml --format nccl-xml --node gpu001\n");
+  ex->callback([ef, action] {
+    *action = [ef]() -> Outcome {
+      auto c = topo::LoadTopology(ef->topology);
+      if (!c.ok()) return c.status();
+      auto text = Export(*c, ef->format, ef->node, ef->slots, ef->name);
+      if (!text.ok()) return text.status();
+      if (ef->out.empty()) {
+        fmt::print("{}", *text);
+        return Status::Ok();
+      }
+      return base::WriteFileAtomic(ef->out, *text);
+    };
+  });
+}
+
+void RegisterDiscoverCommand(CLI::App& app, Action* action) {
+  struct Flags {
+    std::string sysfs = "/sys";
+    bool no_fabric = false;
+  };
+  auto f = std::make_shared<Flags>();
+  CLI::App* d = app.add_subcommand(
+      "discover", "Describe this node as JSON: NUMA and CPUs, GPUs, NICs, GPU-NIC paths, "
+                  "libfabric providers");
+  d->add_option("--sysfs", f->sysfs, "sysfs root (for testing against a copy)")
+      ->capture_default_str();
+  d->add_flag("--no-fabric", f->no_fabric, "skip the libfabric provider probe");
+  d->footer(
+      "Uses hwloc, sysfs, libfabric's fi_getinfo and NVML (loaded at run time when present);\n"
+      "what is missing is skipped and listed under \"notes\".\n"
+      "Example:\n  railyard discover > $(hostname).json\nDocs: docs/topology.md\n");
+  d->callback([f, action] {
+    *action = [f]() -> Outcome {
+      topo::DiscoverOptions o;
+      o.sysfs_root = f->sysfs;
+      o.use_libfabric = !f->no_fabric;
+      auto r = topo::DiscoverNode(o);
+      if (!r.ok()) return r.status();
+      fmt::print("{}\n", topo::DiscoveryToJson(*r).dump(2));
+      return Status::Ok();
+    };
+  });
+}
+
+}  // namespace railyard::cli

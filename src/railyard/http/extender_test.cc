@@ -1,0 +1,124 @@
+#include "railyard/http/extender.h"
+
+#include <gtest/gtest.h>
+
+namespace railyard::http {
+namespace {
+
+using nlohmann::json;
+
+// spine0 > {leaf0: n0 n1, leaf1: n2 n3}, spine1 > {leaf2: n4 n5}
+topo::Cluster Cluster() {
+  topo::ClusterBuilder b("test");
+  b.SetLevels({"spine", "leaf"});
+  b.AddSwitch("spine0", "spine", "", 0);
+  b.AddSwitch("spine1", "spine", "", 0);
+  b.AddSwitch("leaf0", "leaf", "spine0", 0);
+  b.AddSwitch("leaf1", "leaf", "spine0", 0);
+  b.AddSwitch("leaf2", "leaf", "spine1", 0);
+  const char* leaves[] = {"leaf0", "leaf0", "leaf1", "leaf1", "leaf2", "leaf2"};
+  for (int i = 0; i < 6; ++i) {
+    topo::Node n;
+    n.name = "n" + std::to_string(i);
+    n.gpu_count = 8;
+    b.AddNode(n, leaves[i]);
+  }
+  auto c = std::move(b).Finish();
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  return *c;
+}
+
+// What kube-scheduler sends with nodeCacheCapable: Go field names, NodeNames, Nodes null.
+json Args(std::string group, std::vector<std::string> nodes, std::string required = "") {
+  json pod = {{"metadata",
+               {{"name", "trainer-0"}, {"namespace", "ml"}, {"labels", json::object()},
+                {"annotations", json::object()}}},
+              {"spec", {{"schedulerName", "default-scheduler"}}}};
+  if (!group.empty()) pod["metadata"]["labels"]["railyard.io/group"] = group;
+  if (!required.empty()) {
+    pod["metadata"]["annotations"]["kueue.x-k8s.io/podset-required-topology"] = required;
+  }
+  return {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", nodes}};
+}
+
+TEST(ExtenderTest, KeysMatchCaseInsensitively) {
+  json j = {{"NodeNames", 1}, {"pod", 2}};
+  ASSERT_NE(FindKey(j, "nodenames"), nullptr);
+  ASSERT_NE(FindKey(j, "Pod"), nullptr);
+  EXPECT_EQ(FindKey(j, "Nodes"), nullptr);
+  EXPECT_EQ(FindKey(json::array(), "Pod"), nullptr);
+}
+
+TEST(ExtenderTest, FilterFailsUnknownAndExcludedNodesWithReasons) {
+  Extender ext(Cluster());
+  ext.SetExcluded({"n3"});
+  auto r = ext.Filter(Args("job1", {"n0", "n3", "ghost"}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)["NodeNames"], json({"n0"}));
+  EXPECT_NE((*r)["FailedNodes"]["ghost"].get<std::string>().find("not in the Railyard topology"),
+            std::string::npos);
+  EXPECT_NE((*r)["FailedNodes"]["n3"].get<std::string>().find("excluded"), std::string::npos);
+  EXPECT_EQ((*r)["Error"], "");
+}
+
+TEST(ExtenderTest, FilterWithFullNodeObjectsReturnsThem) {
+  Extender ext(Cluster());
+  json args = Args("", {});
+  args.erase("NodeNames");
+  args["Nodes"] = {{"items",
+                    {{{"metadata", {{"name", "n1"}, {"labels", {{"a", "b"}}}}}},
+                     {{"metadata", {{"name", "nX"}}}}}}};
+  auto r = ext.Filter(args);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ((*r)["Nodes"]["items"].size(), 1u);
+  EXPECT_EQ((*r)["Nodes"]["items"][0]["metadata"]["labels"]["a"], "b");  // passed through whole
+  EXPECT_TRUE((*r)["FailedNodes"].contains("nX"));
+}
+
+TEST(ExtenderTest, RequiredLevelKeepsTheGroupInOneDomain) {
+  Extender ext(Cluster());
+  ASSERT_TRUE(ext.RecordBound("job1", "n0").ok());
+  auto r = ext.Filter(Args("job1", {"n1", "n2", "n4"}, "railyard.io/spine"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)["NodeNames"], json({"n1", "n2"}));  // spine0 only
+  EXPECT_NE((*r)["FailedNodes"]["n4"].get<std::string>().find("spine0"), std::string::npos);
+  // Another group is not constrained by job1's pods.
+  auto other = ext.Filter(Args("job2", {"n4"}, "spine"));
+  EXPECT_EQ((*other)["NodeNames"], json({"n4"}));
+  // An unknown level is a clear error.
+  auto bad = ext.Filter(Args("job1", {"n1"}, "rack"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'rack'"), std::string::npos);
+}
+
+TEST(ExtenderTest, PrioritizeScoresClosenessToBoundPods) {
+  Extender ext(Cluster());
+  auto none = ext.Prioritize(Args("job1", {"n0", "n4"}));
+  ASSERT_TRUE(none.ok());
+  for (const auto& hp : *none) EXPECT_EQ(hp["Score"], 0);
+  ASSERT_TRUE(ext.RecordBound("job1", "n0").ok());
+  auto r = ext.Prioritize(Args("job1", {"n1", "n2", "n4", "ghost"}));
+  ASSERT_TRUE(r.ok());
+  std::map<std::string, int> score;
+  for (const auto& hp : *r) score[hp["Host"]] = hp["Score"];
+  EXPECT_EQ(score["n1"], 10);  // same leaf
+  EXPECT_EQ(score["n2"], 5);   // same spine
+  EXPECT_EQ(score["n4"], 0);   // nothing in common
+  EXPECT_EQ(score["ghost"], 0);
+  ext.ForgetBound("job1", "n0");
+  EXPECT_EQ(ext.bound_pods(), 0u);
+}
+
+TEST(ExtenderTest, MalformedArgsAreRejectedAndCounted) {
+  Extender ext(Cluster());
+  EXPECT_FALSE(ext.Filter(json::array()).ok());
+  EXPECT_FALSE(ext.Filter(json{{"Pod", 3}}).ok());
+  EXPECT_FALSE(ext.Filter(json{{"Pod", json::object()}}).ok());  // no nodes at all
+  auto bad = ext.Prioritize(json{{"Pod", json::object()}, {"NodeNames", {1, 2}}});
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(ext.counters().bad_requests, 4u);
+  EXPECT_EQ(ext.RecordBound("g", "ghost").code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace railyard::http

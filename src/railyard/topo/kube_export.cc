@@ -1,0 +1,176 @@
+#include "railyard/topo/kube_export.h"
+
+#include <fmt/format.h>
+
+#include "railyard/base/checksum.h"
+
+namespace railyard::topo {
+
+namespace {
+
+constexpr size_t kMaxLabelLength = 63;
+// 50 + "-" + 12 hex digits = 63.
+constexpr size_t kHashedPrefixLength = 50;
+constexpr size_t kHashHexDigits = 12;
+constexpr size_t kMaxObjectNameLength = 253;
+// Kueue's Topology.spec.levels has maxItems 16, hostname included.
+constexpr size_t kMaxKueueLevels = 16;
+
+bool IsAlnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+bool IsLabelInner(char c) { return IsAlnum(c) || c == '-' || c == '_' || c == '.'; }
+
+bool IsValidLabelValue(std::string_view s) {
+  if (s.empty()) return true;
+  if (s.size() > kMaxLabelLength || !IsAlnum(s.front()) || !IsAlnum(s.back())) return false;
+  for (char c : s) {
+    if (!IsLabelInner(c)) return false;
+  }
+  return true;
+}
+
+std::string TrimNonAlnumFront(std::string s) {
+  size_t start = 0;
+  while (start < s.size() && !IsAlnum(s[start])) ++start;
+  return s.substr(start);
+}
+
+// Plain words go to the shell as they are; anything else is single-quoted.
+std::string ShellQuote(std::string_view s) {
+  bool plain = !s.empty();
+  for (char c : s) {
+    if (!(IsAlnum(c) || std::string_view("-_.:/=@+%,").find(c) != std::string_view::npos)) {
+      plain = false;
+    }
+  }
+  if (plain) return std::string(s);
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+// A DNS-1123 subdomain, as Kubernetes object names must be.
+std::string ObjectName(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+    out += ok ? c : '-';
+  }
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (out.size() > kMaxObjectNameLength) out.resize(kMaxObjectNameLength);
+  size_t start = 0;
+  while (start < out.size() && !alnum(out[start])) ++start;
+  size_t end = out.size();
+  while (end > start && !alnum(out[end - 1])) --end;
+  out = out.substr(start, end - start);
+  return out.empty() ? "railyard" : out;
+}
+
+std::string ClusterLabelValue(const Cluster& cluster) {
+  return cluster.name.empty() ? std::string(kDefaultClusterLabelValue)
+                              : KubeLabelValue(cluster.name);
+}
+
+}  // namespace
+
+std::string KubeLabelValue(std::string_view text) {
+  if (IsValidLabelValue(text)) return std::string(text);
+  // A run of invalid characters becomes one '-': "Leaf #1 (row B)" -> "Leaf-1-row-B".
+  std::string sanitised;
+  bool in_run = false;
+  for (char c : text) {
+    if (IsLabelInner(c)) {
+      sanitised += c;
+      in_run = false;
+    } else if (!in_run) {
+      sanitised += '-';
+      in_run = true;
+    }
+  }
+  sanitised = TrimNonAlnumFront(std::move(sanitised));
+  if (sanitised.size() > kHashedPrefixLength) sanitised.resize(kHashedPrefixLength);
+  while (!sanitised.empty() && !IsAlnum(sanitised.back())) sanitised.pop_back();
+  // The hash is of the original text, so two names that sanitise alike stay apart.
+  std::string hash = base::ChecksumHex(base::Xxh3(text)).substr(0, kHashHexDigits);
+  return sanitised.empty() ? hash : sanitised + "-" + hash;
+}
+
+std::string LevelLabelKey(std::string_view level) { return "railyard.io/" + KubeLabelValue(level); }
+
+std::vector<std::pair<std::string, std::string>> NodeLabels(const Cluster& cluster, int node) {
+  std::vector<std::pair<std::string, std::string>> labels;
+  for (int level = 0; level < static_cast<int>(cluster.levels.size()); ++level) {
+    int s = cluster.DomainOf(node, level);
+    if (s < 0) continue;
+    labels.emplace_back(LevelLabelKey(cluster.levels[level]),
+                        KubeLabelValue(cluster.switches[s].name));
+  }
+  labels.emplace_back(std::string(kClusterLabel), ClusterLabelValue(cluster));
+  return labels;
+}
+
+std::string KubectlLabelCommands(const Cluster& cluster) {
+  std::string out;
+  for (int n = 0; n < static_cast<int>(cluster.nodes.size()); ++n) {
+    out += "kubectl label node " + ShellQuote(cluster.nodes[n].name);
+    for (const auto& [key, value] : NodeLabels(cluster, n)) {
+      out += fmt::format(" {}={}", key, value);
+    }
+    out += " --overwrite\n";
+  }
+  return out;
+}
+
+nlohmann::json NodeLabelsJson(const Cluster& cluster) {
+  nlohmann::json out = nlohmann::json::object();
+  for (int n = 0; n < static_cast<int>(cluster.nodes.size()); ++n) {
+    nlohmann::json labels = nlohmann::json::object();
+    for (const auto& [key, value] : NodeLabels(cluster, n)) labels[key] = value;
+    out[cluster.nodes[n].name] = std::move(labels);
+  }
+  return out;
+}
+
+// Shape from Kueue's documentation of the Topology object ("Topology", kueue.sigs.k8s.io/
+// docs/concepts/topology/, kubernetes-sigs/kueue site/content/en/docs/concepts/topology.md):
+// spec.levels is a list of {nodeLabel}, coarsest first, 1 to 16 items, unique, with
+// kubernetes.io/hostname allowed only last; a ResourceFlavor points at it through
+// spec.topologyName and must then have at least one spec.nodeLabels entry.
+std::string KueueTopologyManifest(const Cluster& cluster, std::string name,
+                                  std::string_view api_version) {
+  std::string object = ObjectName(name);
+  std::string out = fmt::format(
+      "# Kueue topology-aware scheduling for cluster '{}', generated by railyard.\n"
+      "# Nodes must carry railyard's node labels (railyard.io/<level> and {}) first.\n",
+      ClusterLabelValue(cluster), kClusterLabel);
+  if (cluster.levels.size() + 1 > kMaxKueueLevels) {
+    out += fmt::format(
+        "# WARNING: {} levels plus kubernetes.io/hostname exceed the {} levels "
+        "Kueue accepts.\n",
+        cluster.levels.size(), kMaxKueueLevels);
+  }
+  out += fmt::format(
+      "apiVersion: {}\nkind: Topology\nmetadata:\n  name: \"{}\"\nspec:\n"
+      "  levels:\n",
+      api_version, object);
+  for (const std::string& level : cluster.levels) {
+    out += fmt::format("  - nodeLabel: \"{}\"\n", LevelLabelKey(level));
+  }
+  out += "  - nodeLabel: \"kubernetes.io/hostname\"\n";
+  out += fmt::format(
+      "---\napiVersion: {}\nkind: ResourceFlavor\nmetadata:\n  name: \"{}\"\nspec:\n"
+      "  nodeLabels:\n    {}: \"{}\"\n  topologyName: \"{}\"\n",
+      api_version, object, kClusterLabel, ClusterLabelValue(cluster), object);
+  return out;
+}
+
+}  // namespace railyard::topo

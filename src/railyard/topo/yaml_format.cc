@@ -1,0 +1,793 @@
+#include "railyard/topo/yaml_format.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "railyard/base/config.h"
+#include "railyard/base/units.h"
+#include "railyard/topo/hostlist.h"
+#include "railyard/topo/slurm_format.h"
+
+namespace railyard::topo {
+namespace {
+
+using base::FieldContext;
+
+// A compact leaf ("gpu[1-100000]") times many leaves could otherwise allocate without bound.
+constexpr size_t kMaxNodes = 1'000'000;
+constexpr int kMaxGpusPerNode = 4096;
+constexpr size_t kMaxCpusPerNuma = 1 << 20;
+
+int LineOf(const YAML::Node& n) {
+  if (!n.IsDefined()) return 0;
+  const YAML::Mark m = n.Mark();
+  return m.is_null() || m.line < 0 ? 0 : m.line + 1;
+}
+
+// map[key] without yaml-cpp's throw on non-maps; callers check the map first.
+YAML::Node Get(const YAML::Node& map, std::string_view key) {
+  if (!map.IsDefined() || !map.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+  for (const auto& kv : map) {
+    if (kv.first.IsScalar() && kv.first.Scalar() == key) return kv.second;
+  }
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+bool Has(const YAML::Node& map, std::string_view key) {
+  YAML::Node v = Get(map, key);
+  return v.IsDefined() && !v.IsNull();
+}
+
+YAML::Node KeyNode(const YAML::Node& map, std::string_view key) {
+  for (const auto& kv : map) {
+    if (kv.first.IsScalar() && kv.first.Scalar() == key) return kv.first;
+  }
+  return map;
+}
+
+Result<int> IntIn(const YAML::Node& map, std::string_view key, int fallback, int lo, int hi,
+                  const FieldContext& ctx) {
+  RY_ASSIGN_OR_RETURN(int64_t v, base::OptionalInt(map, key, fallback, ctx));
+  if (v < lo || v > hi) {
+    return ctx.Child(key).Error(Get(map, key),
+                                fmt::format("{} is out of range (expected {} to {})", v, lo, hi));
+  }
+  return static_cast<int>(v);
+}
+
+// A rate field: absent, "unshaped", "unknown" or "0" mean 0 (not known or not shaped).
+Result<uint64_t> Rate(const YAML::Node& map, std::string_view key, const FieldContext& ctx) {
+  RY_ASSIGN_OR_RETURN(std::string text, base::OptionalString(map, key, "", ctx));
+  if (text.empty() || text == "unshaped" || text == "unknown" || text == "0") return uint64_t{0};
+  Result<uint64_t> bits = base::ParseRateBits(text);
+  if (!bits.ok()) return ctx.Child(key).Error(Get(map, key), bits.status().message());
+  return *bits;
+}
+
+Result<std::string> ScalarItem(const YAML::Node& item, const FieldContext& ctx) {
+  if (!item.IsScalar()) return ctx.Error(item, "expected a string");
+  return item.Scalar();
+}
+
+// "0-15,32-47" -> {0..15, 32..47}, in the order written.
+Result<std::vector<int>> ParseCpuList(const YAML::Node& at, std::string_view text,
+                                      const FieldContext& ctx) {
+  std::vector<int> cpus;
+  size_t start = 0;
+  auto fail = [&](std::string_view why) {
+    return ctx.Error(at,
+                     fmt::format("cpu list '{}': {} (expected a list like 0-15,32-47)", text, why));
+  };
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string_view part = text.substr(start, comma == text.npos ? text.npos : comma - start);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
+    if (part.empty()) return fail("empty entry");
+    size_t dash = part.find('-');
+    int64_t lo = 0, hi = 0;
+    auto number = [&](std::string_view s, int64_t& out) {
+      if (s.empty() || s.size() > 7) return false;
+      out = 0;
+      for (char c : s) {
+        if (c < '0' || c > '9') return false;
+        out = out * 10 + (c - '0');
+      }
+      return true;
+    };
+    if (!number(part.substr(0, dash), lo)) {
+      return fail(fmt::format("'{}' is not a CPU number", part));
+    }
+    hi = lo;
+    if (dash != part.npos && !number(part.substr(dash + 1), hi)) {
+      return fail(fmt::format("'{}' is not a CPU range", part));
+    }
+    if (hi < lo) return fail(fmt::format("range {} is descending", part));
+    if (cpus.size() + static_cast<size_t>(hi - lo + 1) > kMaxCpusPerNuma) {
+      return fail("too many CPUs");
+    }
+    for (int64_t c = lo; c <= hi; ++c) cpus.push_back(static_cast<int>(c));
+    if (comma == text.npos) break;
+    start = comma + 1;
+  }
+  return cpus;
+}
+
+std::string FormatCpuList(const std::vector<int>& cpus) {
+  std::string out;
+  size_t i = 0;
+  while (i < cpus.size()) {
+    size_t j = i + 1;
+    while (j < cpus.size() && cpus[j] == cpus[j - 1] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += j - i > 1 ? fmt::format("{}-{}", cpus[i], cpus[j - 1]) : std::to_string(cpus[i]);
+    i = j;
+  }
+  return out;
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string_view source) : source_(source), builder_(std::string(source)) {}
+
+  Result<Cluster> Read(const YAML::Node& root);
+
+ private:
+  Status ReadVersion(const YAML::Node& root, const FieldContext& ctx);
+  Status ReadProfiles(const YAML::Node& map, const FieldContext& ctx);
+  Status ReadSwitch(const YAML::Node& sw, const FieldContext& ctx);
+  Status ReadNode(const YAML::Node& node, const FieldContext& ctx);
+  // Overlays the hardware keys present in `map` onto `node`.
+  Status ReadHardware(const YAML::Node& map, const FieldContext& ctx, Node& node);
+  Result<std::vector<Gpu>> ReadGpus(const YAML::Node& seq, const FieldContext& ctx);
+  Result<std::vector<Nic>> ReadNics(const YAML::Node& seq, const FieldContext& ctx);
+  Result<std::vector<NumaNode>> ReadNuma(const YAML::Node& seq, const FieldContext& ctx);
+  Result<std::vector<GpuNicPath>> ReadPaths(const YAML::Node& seq, const FieldContext& ctx);
+  Result<const Node*> Profile(const YAML::Node& map, const FieldContext& ctx);
+  Status CountNodes(size_t more, const YAML::Node& at, const FieldContext& ctx);
+  // Keys only version 2 knows, in a version 1 file: say so rather than "unknown key".
+  Status RejectV2Keys(const YAML::Node& map, std::initializer_list<std::string_view> keys,
+                      const FieldContext& ctx);
+
+  std::string source_;
+  ClusterBuilder builder_;
+  int version_ = 0;
+  std::map<std::string, Node, std::less<>> profiles_;
+  size_t node_count_ = 0;
+};
+
+Status Reader::RejectV2Keys(const YAML::Node& map, std::initializer_list<std::string_view> keys,
+                            const FieldContext& ctx) {
+  if (version_ >= 2) return Status::Ok();
+  for (std::string_view k : keys) {
+    if (Get(map, k).IsDefined()) {
+      return ctx.Child(k).Error(
+          KeyNode(map, k),
+          fmt::format("'{}' needs version 2 (this file says version {})", k, version_));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Reader::CountNodes(size_t more, const YAML::Node& at, const FieldContext& ctx) {
+  node_count_ += more;
+  if (node_count_ > kMaxNodes) {
+    return ctx.Error(at, fmt::format("the topology has more than {} nodes", kMaxNodes));
+  }
+  return Status::Ok();
+}
+
+Status Reader::ReadVersion(const YAML::Node& root, const FieldContext& ctx) {
+  RY_ASSIGN_OR_RETURN(int64_t v, base::RequireInt(root, "version", ctx));
+  if (v > kTopologyYamlVersion) {
+    return ctx.Child("version").Error(
+        Get(root, "version"),
+        fmt::format("version {} is newer than this railyard understands ({}-{})", v,
+                    kMinTopologyYamlVersion, kTopologyYamlVersion));
+  }
+  if (v < kMinTopologyYamlVersion) {
+    return ctx.Child("version").Error(
+        Get(root, "version"), fmt::format("version {} is not a topology version (expected {}-{})",
+                                          v, kMinTopologyYamlVersion, kTopologyYamlVersion));
+  }
+  version_ = static_cast<int>(v);
+  return Status::Ok();
+}
+
+Result<std::vector<Gpu>> Reader::ReadGpus(const YAML::Node& seq, const FieldContext& ctx) {
+  std::vector<Gpu> gpus;
+  std::set<int> seen;
+  if (seq.size() > static_cast<size_t>(kMaxGpusPerNode)) {
+    return ctx.Error(seq, fmt::format("more than {} GPUs", kMaxGpusPerNode));
+  }
+  for (size_t i = 0; i < seq.size(); ++i) {
+    FieldContext c = ctx.Index(i);
+    const YAML::Node& g = seq[i];
+    RY_RETURN_IF_ERROR(base::ExpectMap(g, c));
+    RY_RETURN_IF_ERROR(base::RejectUnknownKeys(
+        g, {"index", "uuid", "pci_bus_id", "numa_node", "nvlink_domain"}, c));
+    Gpu gpu;
+    RY_ASSIGN_OR_RETURN(gpu.index, IntIn(g, "index", static_cast<int>(i), 0, 1 << 20, c));
+    RY_ASSIGN_OR_RETURN(gpu.uuid, base::OptionalString(g, "uuid", "", c));
+    RY_ASSIGN_OR_RETURN(gpu.pci_bus_id, base::OptionalString(g, "pci_bus_id", "", c));
+    RY_ASSIGN_OR_RETURN(gpu.numa_node, IntIn(g, "numa_node", -1, -1, 1 << 20, c));
+    RY_ASSIGN_OR_RETURN(gpu.nvlink_domain, base::OptionalString(g, "nvlink_domain", "", c));
+    if (!seen.insert(gpu.index).second) {
+      return c.Child("index").Error(g, fmt::format("GPU index {} is listed twice", gpu.index));
+    }
+    gpus.push_back(std::move(gpu));
+  }
+  return gpus;
+}
+
+Result<std::vector<Nic>> Reader::ReadNics(const YAML::Node& seq, const FieldContext& ctx) {
+  std::vector<Nic> nics;
+  std::set<std::string> seen;
+  for (size_t i = 0; i < seq.size(); ++i) {
+    FieldContext c = ctx.Index(i);
+    const YAML::Node& n = seq[i];
+    RY_RETURN_IF_ERROR(base::ExpectMap(n, c));
+    RY_RETURN_IF_ERROR(
+        base::RejectUnknownKeys(n, {"name", "pci_bus_id", "numa_node", "rail", "rate", "rdma"}, c));
+    Nic nic;
+    RY_ASSIGN_OR_RETURN(nic.name, base::RequireString(n, "name", c));
+    RY_ASSIGN_OR_RETURN(nic.pci_bus_id, base::OptionalString(n, "pci_bus_id", "", c));
+    RY_ASSIGN_OR_RETURN(nic.numa_node, IntIn(n, "numa_node", -1, -1, 1 << 20, c));
+    RY_ASSIGN_OR_RETURN(nic.rail, IntIn(n, "rail", -1, -1, 1 << 20, c));
+    RY_ASSIGN_OR_RETURN(nic.rate_bits, Rate(n, "rate", c));
+    RY_ASSIGN_OR_RETURN(nic.rdma, base::OptionalBool(n, "rdma", false, c));
+    if (nic.name.empty()) return c.Child("name").Error(n, "a NIC needs a name");
+    if (!seen.insert(nic.name).second) {
+      return c.Child("name").Error(Get(n, "name"),
+                                   fmt::format("NIC '{}' is listed twice", nic.name));
+    }
+    nics.push_back(std::move(nic));
+  }
+  return nics;
+}
+
+Result<std::vector<NumaNode>> Reader::ReadNuma(const YAML::Node& seq, const FieldContext& ctx) {
+  std::vector<NumaNode> numa;
+  std::set<int> seen;
+  for (size_t i = 0; i < seq.size(); ++i) {
+    FieldContext c = ctx.Index(i);
+    const YAML::Node& n = seq[i];
+    RY_RETURN_IF_ERROR(base::ExpectMap(n, c));
+    RY_RETURN_IF_ERROR(base::RejectUnknownKeys(n, {"id", "cpus"}, c));
+    NumaNode nn;
+    RY_ASSIGN_OR_RETURN(int64_t id, base::RequireInt(n, "id", c));
+    if (id < 0 || id > (1 << 20)) return c.Child("id").Error(Get(n, "id"), "out of range");
+    nn.id = static_cast<int>(id);
+    RY_ASSIGN_OR_RETURN(std::string cpus, base::OptionalString(n, "cpus", "", c));
+    if (!cpus.empty()) {
+      RY_ASSIGN_OR_RETURN(nn.cpus, ParseCpuList(Get(n, "cpus"), cpus, c.Child("cpus")));
+    }
+    if (!seen.insert(nn.id).second) {
+      return c.Child("id").Error(Get(n, "id"), fmt::format("NUMA node {} is listed twice", id));
+    }
+    numa.push_back(std::move(nn));
+  }
+  return numa;
+}
+
+Result<std::vector<GpuNicPath>> Reader::ReadPaths(const YAML::Node& seq, const FieldContext& ctx) {
+  std::vector<GpuNicPath> paths;
+  for (size_t i = 0; i < seq.size(); ++i) {
+    FieldContext c = ctx.Index(i);
+    const YAML::Node& p = seq[i];
+    RY_RETURN_IF_ERROR(base::ExpectMap(p, c));
+    RY_RETURN_IF_ERROR(base::RejectUnknownKeys(p, {"gpu", "nic", "path"}, c));
+    GpuNicPath path;
+    RY_ASSIGN_OR_RETURN(int64_t gpu, base::RequireInt(p, "gpu", c));
+    if (gpu < 0 || gpu > (1 << 20)) return c.Child("gpu").Error(Get(p, "gpu"), "out of range");
+    path.gpu = static_cast<int>(gpu);
+    RY_ASSIGN_OR_RETURN(path.nic, base::RequireString(p, "nic", c));
+    RY_ASSIGN_OR_RETURN(std::string cls, base::RequireString(p, "path", c));
+    Result<PathClass> pc = ParsePathClass(cls);
+    if (!pc.ok()) return c.Child("path").Error(Get(p, "path"), pc.status().message());
+    path.path = *pc;
+    paths.push_back(std::move(path));
+  }
+  return paths;
+}
+
+Status Reader::ReadHardware(const YAML::Node& map, const FieldContext& ctx, Node& node) {
+  YAML::Node gpus = Get(map, "gpus");
+  if (gpus.IsDefined() && !gpus.IsNull()) {
+    if (gpus.IsScalar()) {
+      RY_ASSIGN_OR_RETURN(node.gpu_count, IntIn(map, "gpus", 0, 0, kMaxGpusPerNode, ctx));
+      node.gpus.clear();
+    } else if (gpus.IsSequence()) {
+      RY_ASSIGN_OR_RETURN(node.gpus, ReadGpus(gpus, ctx.Child("gpus")));
+      node.gpu_count = static_cast<int>(node.gpus.size());
+    } else {
+      return ctx.Child("gpus").Error(gpus, "expected a GPU count or a list of GPUs, got a map");
+    }
+  }
+  if (Has(map, "nics")) {
+    RY_ASSIGN_OR_RETURN(YAML::Node seq, base::RequireSequence(map, "nics", ctx));
+    RY_ASSIGN_OR_RETURN(node.nics, ReadNics(seq, ctx.Child("nics")));
+  }
+  if (Has(map, "numa")) {
+    RY_ASSIGN_OR_RETURN(YAML::Node seq, base::RequireSequence(map, "numa", ctx));
+    RY_ASSIGN_OR_RETURN(node.numa, ReadNuma(seq, ctx.Child("numa")));
+  }
+  if (Has(map, "gpu_nic_paths")) {
+    RY_ASSIGN_OR_RETURN(YAML::Node seq, base::RequireSequence(map, "gpu_nic_paths", ctx));
+    RY_ASSIGN_OR_RETURN(node.gpu_nic_paths, ReadPaths(seq, ctx.Child("gpu_nic_paths")));
+  }
+  return Status::Ok();
+}
+
+// Paths must name GPUs and NICs the node has; checked after profiles and overrides combine.
+Status CheckPaths(const Node& node, std::string_view what, const YAML::Node& at,
+                  const FieldContext& ctx) {
+  for (size_t i = 0; i < node.gpu_nic_paths.size(); ++i) {
+    const GpuNicPath& p = node.gpu_nic_paths[i];
+    bool gpu_known = node.gpus.empty()
+                         ? p.gpu < node.gpu_count
+                         : std::any_of(node.gpus.begin(), node.gpus.end(),
+                                       [&](const Gpu& g) { return g.index == p.gpu; });
+    if (!gpu_known) {
+      return ctx.Child("gpu_nic_paths")
+          .Index(i)
+          .Error(at, fmt::format("{} has no GPU {} (it has {} GPUs)", what, p.gpu, node.gpu_count));
+    }
+    bool nic_known = std::any_of(node.nics.begin(), node.nics.end(),
+                                 [&](const Nic& n) { return n.name == p.nic; });
+    if (!nic_known) {
+      std::vector<std::string> names;
+      for (const auto& n : node.nics) names.push_back(n.name);
+      return ctx.Child("gpu_nic_paths")
+          .Index(i)
+          .Error(at, fmt::format("{} has no NIC '{}' (its NICs: {})", what, p.nic,
+                                 names.empty() ? std::string("none")
+                                               : fmt::format("{}", fmt::join(names, ", "))));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Reader::ReadProfiles(const YAML::Node& map, const FieldContext& ctx) {
+  if (!map.IsDefined() || map.IsNull()) return Status::Ok();
+  RY_RETURN_IF_ERROR(base::ExpectMap(map, ctx));
+  for (const auto& kv : map) {
+    if (!kv.first.IsScalar()) return ctx.Error(kv.first, "expected a profile name");
+    std::string name = kv.first.Scalar();
+    FieldContext c = ctx.Child(name);
+    RY_RETURN_IF_ERROR(base::ExpectMap(kv.second, c));
+    RY_RETURN_IF_ERROR(
+        base::RejectUnknownKeys(kv.second, {"gpus", "nics", "numa", "gpu_nic_paths"}, c));
+    Node hw;
+    RY_RETURN_IF_ERROR(ReadHardware(kv.second, c, hw));
+    RY_RETURN_IF_ERROR(CheckPaths(hw, fmt::format("profile '{}'", name), kv.second, c));
+    if (!profiles_.emplace(name, std::move(hw)).second) {
+      return c.Error(kv.first, fmt::format("profile '{}' is defined twice", name));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<const Node*> Reader::Profile(const YAML::Node& map, const FieldContext& ctx) {
+  RY_ASSIGN_OR_RETURN(std::string name, base::OptionalString(map, "profile", "", ctx));
+  if (name.empty()) return static_cast<const Node*>(nullptr);
+  auto it = profiles_.find(name);
+  if (it == profiles_.end()) {
+    std::vector<std::string_view> known;
+    for (const auto& [k, v] : profiles_) known.push_back(k);
+    return ctx.Child("profile").Error(
+        Get(map, "profile"),
+        fmt::format(
+            "no profile named '{}' (defined: {})", name,
+            known.empty() ? std::string("none") : fmt::format("{}", fmt::join(known, ", "))));
+  }
+  return &it->second;
+}
+
+Status Reader::ReadSwitch(const YAML::Node& sw, const FieldContext& ctx) {
+  RY_RETURN_IF_ERROR(base::ExpectMap(sw, ctx));
+  RY_RETURN_IF_ERROR(
+      RejectV2Keys(sw, {"nodes", "gpus_per_node", "profile", "node_link_rate"}, ctx));
+  RY_RETURN_IF_ERROR(base::RejectUnknownKeys(sw,
+                                             {"name", "level", "parent", "uplink_rate", "nodes",
+                                              "gpus_per_node", "profile", "node_link_rate"},
+                                             ctx));
+  RY_ASSIGN_OR_RETURN(std::string name, base::RequireString(sw, "name", ctx));
+  RY_ASSIGN_OR_RETURN(std::string level, base::RequireString(sw, "level", ctx));
+  RY_ASSIGN_OR_RETURN(std::string parent, base::OptionalString(sw, "parent", "", ctx));
+  RY_ASSIGN_OR_RETURN(uint64_t uplink, Rate(sw, "uplink_rate", ctx));
+  builder_.AddSwitch(name, level, parent, uplink, LineOf(sw));
+
+  if (!Has(sw, "nodes")) {
+    for (std::string_view k : {"gpus_per_node", "profile", "node_link_rate"}) {
+      if (Has(sw, k)) {
+        return ctx.Child(k).Error(KeyNode(sw, k),
+                                  fmt::format("'{}' describes the nodes a switch lists, but "
+                                              "switch '{}' has no 'nodes'",
+                                              k, name));
+      }
+    }
+    return Status::Ok();
+  }
+  RY_ASSIGN_OR_RETURN(std::string hostlist, base::RequireString(sw, "nodes", ctx));
+  Result<std::vector<std::string>> names = ExpandHostlist(hostlist);
+  if (!names.ok()) return ctx.Child("nodes").Error(Get(sw, "nodes"), names.status().message());
+  RY_RETURN_IF_ERROR(CountNodes(names->size(), Get(sw, "nodes"), ctx.Child("nodes")));
+
+  Node tmpl;
+  RY_ASSIGN_OR_RETURN(const Node* profile, Profile(sw, ctx));
+  if (profile != nullptr) tmpl = *profile;
+  if (Has(sw, "gpus_per_node")) {
+    RY_ASSIGN_OR_RETURN(int gpus, IntIn(sw, "gpus_per_node", 0, 0, kMaxGpusPerNode, ctx));
+    if (!tmpl.gpus.empty() && gpus != tmpl.gpu_count) {
+      return ctx.Child("gpus_per_node")
+          .Error(Get(sw, "gpus_per_node"),
+                 fmt::format("{} GPUs per node, but profile '{}' lists {} GPUs", gpus,
+                             Get(sw, "profile").Scalar(), tmpl.gpu_count));
+    }
+    tmpl.gpu_count = gpus;
+  }
+  RY_ASSIGN_OR_RETURN(tmpl.link_rate_bits, Rate(sw, "node_link_rate", ctx));
+  int line = LineOf(Get(sw, "nodes"));
+  for (std::string& n : *names) {
+    Node node = tmpl;
+    node.name = std::move(n);
+    builder_.AddNode(std::move(node), name, line);
+  }
+  return Status::Ok();
+}
+
+Status Reader::ReadNode(const YAML::Node& map, const FieldContext& ctx) {
+  RY_RETURN_IF_ERROR(base::ExpectMap(map, ctx));
+  RY_RETURN_IF_ERROR(RejectV2Keys(map, {"gpus", "nics", "numa", "gpu_nic_paths", "profile"}, ctx));
+  RY_RETURN_IF_ERROR(base::RejectUnknownKeys(map,
+                                             {"name", "switch", "address", "link_rate", "gpus",
+                                              "nics", "numa", "gpu_nic_paths", "profile"},
+                                             ctx));
+  RY_RETURN_IF_ERROR(CountNodes(1, map, ctx));
+  Node node;
+  RY_ASSIGN_OR_RETURN(const Node* profile, Profile(map, ctx));
+  if (profile != nullptr) node = *profile;
+  RY_ASSIGN_OR_RETURN(node.name, base::RequireString(map, "name", ctx));
+  RY_ASSIGN_OR_RETURN(std::string leaf, base::RequireString(map, "switch", ctx));
+  RY_ASSIGN_OR_RETURN(node.address, base::OptionalString(map, "address", "", ctx));
+  RY_ASSIGN_OR_RETURN(node.link_rate_bits, Rate(map, "link_rate", ctx));
+  RY_RETURN_IF_ERROR(ReadHardware(map, ctx, node));
+  RY_RETURN_IF_ERROR(CheckPaths(node, fmt::format("node '{}'", node.name), map, ctx));
+  builder_.AddNode(std::move(node), std::move(leaf), LineOf(map));
+  return Status::Ok();
+}
+
+Result<Cluster> Reader::Read(const YAML::Node& root) {
+  FieldContext ctx(source_);
+  if (!root.IsDefined() || root.IsNull()) {
+    return InvalidArgument(
+        "{}: the topology is empty (expected 'version', 'levels', "
+        "'switches' and 'nodes')",
+        source_);
+  }
+  RY_RETURN_IF_ERROR(base::ExpectMap(root, ctx));
+  RY_RETURN_IF_ERROR(ReadVersion(root, ctx));
+  RY_RETURN_IF_ERROR(RejectV2Keys(root, {"block_sizes", "profiles"}, ctx));
+  RY_RETURN_IF_ERROR(base::RejectUnknownKeys(
+      root,
+      {"version", "name", "levels", "block_sizes", "profiles", "switches", "nodes", "vcluster"},
+      ctx));
+  RY_ASSIGN_OR_RETURN(std::string name, base::OptionalString(root, "name", "", ctx));
+  builder_.SetName(std::move(name));
+
+  RY_ASSIGN_OR_RETURN(YAML::Node levels_node, base::RequireSequence(root, "levels", ctx));
+  std::vector<std::string> levels;
+  for (size_t i = 0; i < levels_node.size(); ++i) {
+    RY_ASSIGN_OR_RETURN(std::string level,
+                        ScalarItem(levels_node[i], ctx.Child("levels").Index(i)));
+    if (level.empty() || std::find(levels.begin(), levels.end(), level) != levels.end()) {
+      return ctx.Child("levels").Index(i).Error(
+          levels_node[i], level.empty() ? std::string("a level needs a name")
+                                        : fmt::format("level '{}' is listed twice", level));
+    }
+    levels.push_back(std::move(level));
+  }
+  if (levels.empty()) {
+    return ctx.Child("levels").Error(levels_node,
+                                     "lists no levels (expected the switch levels, top first, "
+                                     "like [spine, leaf])");
+  }
+  builder_.SetLevels(std::move(levels));
+
+  if (Has(root, "block_sizes")) {
+    RY_ASSIGN_OR_RETURN(YAML::Node seq, base::RequireSequence(root, "block_sizes", ctx));
+    std::vector<int> sizes;
+    for (size_t i = 0; i < seq.size(); ++i) {
+      FieldContext c = ctx.Child("block_sizes").Index(i);
+      if (!seq[i].IsScalar()) return c.Error(seq[i], "expected a positive integer");
+      const std::string& text = seq[i].Scalar();
+      if (text.empty() || text.size() > 9 ||
+          !std::all_of(text.begin(), text.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+        return c.Error(seq[i], fmt::format("expected a positive integer, got '{}'", text));
+      }
+      sizes.push_back(std::stoi(text));
+    }
+    Status valid = ValidateBlockSizes(sizes);
+    if (!valid.ok()) return ctx.Child("block_sizes").Error(seq, valid.message());
+    builder_.SetBlockSizes(std::move(sizes));
+  }
+
+  RY_RETURN_IF_ERROR(ReadProfiles(Get(root, "profiles"), ctx.Child("profiles")));
+
+  RY_ASSIGN_OR_RETURN(YAML::Node switches, base::RequireSequence(root, "switches", ctx));
+  for (size_t i = 0; i < switches.size(); ++i) {
+    RY_RETURN_IF_ERROR(ReadSwitch(switches[i], ctx.Child("switches").Index(i)));
+  }
+  if (Has(root, "nodes")) {
+    RY_ASSIGN_OR_RETURN(YAML::Node nodes, base::RequireSequence(root, "nodes", ctx));
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      RY_RETURN_IF_ERROR(ReadNode(nodes[i], ctx.Child("nodes").Index(i)));
+    }
+  }
+  return std::move(builder_).Finish();
+}
+
+// ---- writing ----
+
+// A rate as text that parses back to exactly `bits` ("1.25 Gbit/s", or "1234567 bit/s" when
+// the short form would round).
+std::string RateText(uint64_t bits) {
+  std::string text = base::FormatRateBits(static_cast<double>(bits));
+  Result<uint64_t> back = base::ParseRateBits(text);
+  if (back.ok() && *back == bits) return text;
+  return fmt::format("{} bit/s", bits);
+}
+
+// A node's hardware, without what is particular to the node (name, address, link, leaf).
+Node HardwareOf(const Node& n) {
+  Node hw;
+  hw.gpu_count = n.gpu_count;
+  hw.gpus = n.gpus;
+  hw.nics = n.nics;
+  hw.numa = n.numa;
+  hw.gpu_nic_paths = n.gpu_nic_paths;
+  return hw;
+}
+
+// More than a GPU count: worth a profile when several nodes share it.
+bool IsRich(const Node& hw) {
+  return !hw.gpus.empty() || !hw.nics.empty() || !hw.numa.empty() || !hw.gpu_nic_paths.empty();
+}
+
+void EmitHardware(YAML::Emitter& out, const Node& hw) {
+  if (hw.gpus.empty()) {
+    if (hw.gpu_count > 0) out << YAML::Key << "gpus" << YAML::Value << hw.gpu_count;
+  } else {
+    out << YAML::Key << "gpus" << YAML::Value << YAML::BeginSeq;
+    for (const Gpu& g : hw.gpus) {
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "index" << YAML::Value << g.index;
+      if (!g.uuid.empty()) out << YAML::Key << "uuid" << YAML::Value << g.uuid;
+      if (!g.pci_bus_id.empty()) out << YAML::Key << "pci_bus_id" << YAML::Value << g.pci_bus_id;
+      if (g.numa_node != -1) out << YAML::Key << "numa_node" << YAML::Value << g.numa_node;
+      if (!g.nvlink_domain.empty()) {
+        out << YAML::Key << "nvlink_domain" << YAML::Value << g.nvlink_domain;
+      }
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
+  if (!hw.nics.empty()) {
+    out << YAML::Key << "nics" << YAML::Value << YAML::BeginSeq;
+    for (const Nic& n : hw.nics) {
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << n.name;
+      if (!n.pci_bus_id.empty()) out << YAML::Key << "pci_bus_id" << YAML::Value << n.pci_bus_id;
+      if (n.numa_node != -1) out << YAML::Key << "numa_node" << YAML::Value << n.numa_node;
+      if (n.rail != -1) out << YAML::Key << "rail" << YAML::Value << n.rail;
+      if (n.rate_bits != 0) out << YAML::Key << "rate" << YAML::Value << RateText(n.rate_bits);
+      if (n.rdma) out << YAML::Key << "rdma" << YAML::Value << true;
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
+  if (!hw.numa.empty()) {
+    out << YAML::Key << "numa" << YAML::Value << YAML::BeginSeq;
+    for (const NumaNode& n : hw.numa) {
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "id" << YAML::Value << n.id;
+      if (!n.cpus.empty()) out << YAML::Key << "cpus" << YAML::Value << FormatCpuList(n.cpus);
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
+  if (!hw.gpu_nic_paths.empty()) {
+    out << YAML::Key << "gpu_nic_paths" << YAML::Value << YAML::BeginSeq;
+    for (const GpuNicPath& p : hw.gpu_nic_paths) {
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "gpu" << YAML::Value << p.gpu << YAML::Key
+          << "nic" << YAML::Value << p.nic << YAML::Key << "path" << YAML::Value
+          << std::string(PathClassName(p.path)) << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
+}
+
+// How the writer lays the cluster out: shared profiles and which leaves are compact.
+struct Layout {
+  std::vector<Node> profiles;     // hardware, named "hw<i>"
+  std::vector<int> node_profile;  // per node: index into profiles or -1
+  std::vector<bool> compact;      // per switch
+};
+
+Layout PlanLayout(const Cluster& c) {
+  Layout l;
+  l.node_profile.assign(c.nodes.size(), -1);
+  l.compact.assign(c.switches.size(), false);
+  std::vector<Node> seen;
+  std::vector<int> uses;
+  for (size_t i = 0; i < c.nodes.size(); ++i) {
+    Node hw = HardwareOf(c.nodes[i]);
+    if (!IsRich(hw)) continue;
+    auto it = std::find(seen.begin(), seen.end(), hw);
+    if (it == seen.end()) {
+      seen.push_back(hw);
+      uses.push_back(1);
+    } else {
+      ++uses[it - seen.begin()];
+    }
+  }
+  std::vector<int> profile_of(seen.size(), -1);
+  for (size_t k = 0; k < seen.size(); ++k) {
+    if (uses[k] < 2) continue;
+    profile_of[k] = static_cast<int>(l.profiles.size());
+    l.profiles.push_back(seen[k]);
+  }
+  for (size_t i = 0; i < c.nodes.size(); ++i) {
+    Node hw = HardwareOf(c.nodes[i]);
+    if (!IsRich(hw)) continue;
+    l.node_profile[i] = profile_of[std::find(seen.begin(), seen.end(), hw) - seen.begin()];
+  }
+
+  for (size_t s = 0; s < c.switches.size(); ++s) {
+    const Switch& sw = c.switches[s];
+    if (sw.nodes.empty()) continue;
+    const Node& first = c.nodes[sw.nodes[0]];
+    Node hw = HardwareOf(first);
+    bool ok = !IsRich(hw) || l.node_profile[sw.nodes[0]] >= 0;
+    std::vector<std::string> names;
+    for (int n : sw.nodes) {
+      const Node& node = c.nodes[n];
+      ok = ok && node.address.empty() && node.link_rate_bits == first.link_rate_bits &&
+           HardwareOf(node) == hw;
+      names.push_back(node.name);
+    }
+    if (!ok) continue;
+    Result<std::vector<std::string>> back = ExpandHostlist(CompressHostlist(names));
+    l.compact[s] = back.ok() && *back == names;
+  }
+  // The reader adds compact nodes first, switch by switch, then the listed ones; only keep the
+  // compact form if that reproduces the cluster's node order.
+  std::vector<int> order;
+  std::vector<bool> listed(c.nodes.size(), true);
+  for (size_t s = 0; s < c.switches.size(); ++s) {
+    if (!l.compact[s]) continue;
+    for (int n : c.switches[s].nodes) {
+      order.push_back(n);
+      listed[n] = false;
+    }
+  }
+  for (size_t n = 0; n < c.nodes.size(); ++n) {
+    if (listed[n]) order.push_back(static_cast<int>(n));
+  }
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (order[i] != static_cast<int>(i)) {
+      l.compact.assign(c.switches.size(), false);
+      break;
+    }
+  }
+  return l;
+}
+
+std::string ProfileName(int i) { return fmt::format("hw{}", i); }
+
+}  // namespace
+
+Result<Cluster> TopologyFromYaml(const YAML::Node& root, std::string_view source) {
+  try {
+    Reader reader(source);
+    return reader.Read(root);
+  } catch (const YAML::Exception& e) {
+    // The accessors above avoid yaml-cpp's throwing paths; this is the last line of defence.
+    return InvalidArgument("{}: error: {}", source, e.what());
+  }
+}
+
+Result<Cluster> ParseTopologyYaml(std::string_view text, std::string_view source) {
+  RY_ASSIGN_OR_RETURN(YAML::Node root, base::ParseYaml(text, source));
+  return TopologyFromYaml(root, source);
+}
+
+std::string WriteTopologyYaml(const Cluster& c) {
+  Layout layout = PlanLayout(c);
+  YAML::Emitter out;
+  out << YAML::Comment("Railyard topology, version 2 (schema: docs/formats.md)");
+  out << YAML::BeginMap;
+  out << YAML::Key << "version" << YAML::Value << kTopologyYamlVersion;
+  if (!c.name.empty()) out << YAML::Key << "name" << YAML::Value << c.name;
+  out << YAML::Key << "levels" << YAML::Value << YAML::Flow << c.levels;
+  if (!c.block_sizes.empty()) {
+    out << YAML::Key << "block_sizes" << YAML::Value << YAML::Flow << c.block_sizes;
+  }
+  if (!layout.profiles.empty()) {
+    out << YAML::Key << "profiles" << YAML::Value << YAML::BeginMap;
+    for (size_t i = 0; i < layout.profiles.size(); ++i) {
+      out << YAML::Key << ProfileName(static_cast<int>(i)) << YAML::Value << YAML::BeginMap;
+      EmitHardware(out, layout.profiles[i]);
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+  }
+
+  out << YAML::Key << "switches" << YAML::Value << YAML::BeginSeq;
+  for (size_t s = 0; s < c.switches.size(); ++s) {
+    const Switch& sw = c.switches[s];
+    out << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "name" << YAML::Value << sw.name;
+    out << YAML::Key << "level" << YAML::Value << c.levels[sw.level];
+    if (sw.parent >= 0) out << YAML::Key << "parent" << YAML::Value << c.switches[sw.parent].name;
+    if (sw.uplink_rate_bits != 0) {
+      out << YAML::Key << "uplink_rate" << YAML::Value << RateText(sw.uplink_rate_bits);
+    }
+    if (layout.compact[s]) {
+      std::vector<std::string> names;
+      for (int n : sw.nodes) names.push_back(c.nodes[n].name);
+      const Node& first = c.nodes[sw.nodes[0]];
+      out << YAML::Key << "nodes" << YAML::Value << CompressHostlist(names);
+      int profile = layout.node_profile[sw.nodes[0]];
+      if (profile >= 0) {
+        out << YAML::Key << "profile" << YAML::Value << ProfileName(profile);
+      } else if (first.gpu_count > 0) {
+        out << YAML::Key << "gpus_per_node" << YAML::Value << first.gpu_count;
+      }
+      if (first.link_rate_bits != 0) {
+        out << YAML::Key << "node_link_rate" << YAML::Value << RateText(first.link_rate_bits);
+      }
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+
+  std::vector<bool> compact_node(c.nodes.size(), false);
+  for (size_t s = 0; s < c.switches.size(); ++s) {
+    if (!layout.compact[s]) continue;
+    for (int n : c.switches[s].nodes) compact_node[n] = true;
+  }
+  bool any_listed =
+      std::find(compact_node.begin(), compact_node.end(), false) != compact_node.end();
+  if (any_listed) {
+    out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
+    for (size_t i = 0; i < c.nodes.size(); ++i) {
+      if (compact_node[i]) continue;
+      const Node& n = c.nodes[i];
+      int profile = layout.node_profile[i];
+      bool inline_hw = profile < 0 && IsRich(HardwareOf(n));
+      if (!inline_hw) out << YAML::Flow;
+      out << YAML::BeginMap;
+      out << YAML::Key << "name" << YAML::Value << n.name;
+      out << YAML::Key << "switch" << YAML::Value << c.switches[n.leaf].name;
+      if (!n.address.empty()) out << YAML::Key << "address" << YAML::Value << n.address;
+      if (n.link_rate_bits != 0) {
+        out << YAML::Key << "link_rate" << YAML::Value << RateText(n.link_rate_bits);
+      }
+      if (profile >= 0) {
+        out << YAML::Key << "profile" << YAML::Value << ProfileName(profile);
+      } else {
+        EmitHardware(out, HardwareOf(n));
+      }
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace railyard::topo

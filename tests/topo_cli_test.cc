@@ -1,0 +1,105 @@
+// `railyard topo`, `place` and `discover` through the real binary: conversions between the
+// formats, placement output, and one clear line with a non-zero exit for each bad input.
+#include <nlohmann/json.hpp>
+
+#include "cli_harness.h"
+
+namespace railyard::testing {
+namespace {
+
+const std::string kData = RAILYARD_TESTDATA;
+
+void ExpectOneLineError(const CliResult& r, const std::string& needle) {
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.err.rfind("railyard: error: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  EXPECT_EQ(CountLines(r.err), 1) << r.err;
+}
+
+TEST(TopoCliTest, ShowAndExportsOfASlurmTree) {
+  CliResult show = RunRailyard({"topo", "show", "--topology", kData + "/tree.conf"});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("spine1"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("16"), std::string::npos) << show.out;
+
+  CliResult yaml = RunRailyard({"topo", "export", "--topology", kData + "/tree.conf", "--format",
+                                "railyard-yaml"});
+  ASSERT_EQ(yaml.exit_code, 0) << yaml.err;
+  // Railyard YAML -> Slurm conf again: the same tree.
+  std::string dir = MakeTempDir("topo");
+  std::string path = dir + "/t.yaml";
+  ASSERT_EQ(RunRailyard({"topo", "export", "--topology", kData + "/tree.conf", "--format",
+                         "railyard-yaml", "--out", path})
+                .exit_code,
+            0);
+  CliResult conf = RunRailyard({"topo", "export", "--topology", path, "--format", "slurm-conf"});
+  ASSERT_EQ(conf.exit_code, 0) << conf.err;
+  EXPECT_NE(conf.out.find("gpu[13-16]"), std::string::npos) << conf.out;
+  EXPECT_NE(conf.out.find("SwitchName=spine1"), std::string::npos) << conf.out;
+
+  CliResult labels = RunRailyard({"topo", "export", "--topology", path, "--format",
+                                  "k8s-labels-json"});
+  ASSERT_EQ(labels.exit_code, 0) << labels.err;
+  auto j = nlohmann::json::parse(labels.out);
+  EXPECT_EQ(j["gpu07"]["railyard.io/leaf"], "leaf1");
+  EXPECT_EQ(j["gpu07"]["railyard.io/spine"], "spine0");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TopoCliTest, PlaceKeepsASmallJobOnOneLeafAndOrdersRanks) {
+  CliResult r = RunRailyard({"place", "--topology", kData + "/tree.conf", "--nodes", "6",
+                             "--busy", "gpu01,gpu02", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["hosts"].size(), 6u);
+  for (const auto& h : j["hosts"]) {
+    EXPECT_NE(h, "gpu01");
+    EXPECT_NE(h, "gpu02");
+  }
+  EXPECT_EQ(j["leaves"].size(), 2u) << r.out;  // 6 nodes need two 4-node leaves
+  EXPECT_EQ(j["levels"]["spine"], 1) << r.out;  // ... under one spine
+  EXPECT_TRUE(j["explanation"].is_string());
+}
+
+TEST(TopoCliTest, PlaceThatCannotFitExplainsWhy) {
+  CliResult r = RunRailyard({"place", "--topology", kData + "/tree.conf", "--nodes", "6",
+                             "--required", "leaf"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("leaf"), std::string::npos) << r.err;
+  ExpectOneLineError(RunRailyard({"place", "--topology", kData + "/tree.conf", "--nodes", "17"}),
+                     "larger than the cluster");
+  ExpectOneLineError(RunRailyard({"place", "--topology", kData + "/tree.conf", "--nodes", "2",
+                                  "--required", "rack"}),
+                     "rack");
+  ExpectOneLineError(RunRailyard({"place", "--topology", kData + "/tree.conf", "--nodes", "2",
+                                  "--exclude", "gpu99"}),
+                     "gpu99");
+}
+
+TEST(TopoCliTest, BadTopologiesGetOneClearLine) {
+  ExpectOneLineError(RunRailyard({"topo", "show", "--topology", kData + "/cycle.yaml"}),
+                     "cycle.yaml");
+  ExpectOneLineError(RunRailyard({"topo", "show", "--topology", kData + "/two_leaves.conf"}),
+                     "two leaves");
+  ExpectOneLineError(RunRailyard({"topo", "show", "--topology", kData + "/bad_range.conf"}),
+                     "5-2");
+  ExpectOneLineError(RunRailyard({"topo", "show", "--topology", kData + "/nope.yaml"}),
+                     "nope.yaml");
+  ExpectOneLineError(RunRailyard({"topo", "export", "--topology", kData + "/tree.conf",
+                                  "--format", "excel"}),
+                     "excel");
+  ExpectOneLineError(RunRailyard({"topo", "export", "--topology", kData + "/tree.conf",
+                                  "--format", "nccl-xml", "--node", "gpu77"}),
+                     "gpu77");
+}
+
+TEST(TopoCliTest, DiscoverPrintsValidJson) {
+  CliResult r = RunRailyard({"discover"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("node"));
+  EXPECT_FALSE(j["node"]["name"].get<std::string>().empty());
+}
+
+}  // namespace
+}  // namespace railyard::testing
