@@ -7,6 +7,8 @@
 #include "railyard/base/clock.h"
 #include "railyard/base/units.h"
 #include "railyard/cli/cli_common.h"
+#include "railyard/place/placement.h"
+#include "railyard/topo/load.h"
 #include "railyard/vcluster/bandwidth_matrix.h"
 #include "railyard/vcluster/vcluster.h"
 
@@ -48,7 +50,7 @@ Status RunDemo(const DemoFlags& f) {
 
   auto runner = MakeSystemRunner(std::chrono::seconds(20));
   VirtualCluster vc(runner.get(), DefaultStateDir());
-  const int total = 5;
+  const int total = 6;
 
   Step(1, total, fmt::format("bring up a {}-host virtual cluster on {} leaves", spec.hosts,
                              spec.leaves));
@@ -153,7 +155,26 @@ Status RunDemo(const DemoFlags& f) {
     RY_RETURN_IF_ERROR(vc.Restore(spec.prefix));
   }
 
-  Step(5, total, "tear down");
+  Step(5, total, "place a 2-node job on the topology, avoiding an unhealthy host");
+  {
+    // The topology file the cluster wrote is what a scheduler would read; node1 plays the
+    // host that validation just failed.
+    RY_ASSIGN_OR_RETURN(topo::Cluster cluster, topo::LoadTopology(state.topology_file));
+    place::Placer placer(cluster);
+    const std::string unhealthy = plan.hosts[1].name;
+    RY_RETURN_IF_ERROR(placer.SetExcluded({unhealthy}));
+    auto placed = placer.Place({.nodes = 2, .preferred_level = "leaf"});
+    if (placed.ok()) {
+      fmt::print("  excluded {}; {}\n", unhealthy, placed->explanation);
+      for (size_t r = 0; r < placed->hosts.size(); ++r) {
+        fmt::print("  rank {} -> {}\n", r, placed->hosts[r]);
+      }
+    } else {
+      fmt::print("  excluded {}; not placed: {}\n", unhealthy, placed.status().message());
+    }
+  }
+
+  Step(6, total, "tear down");
   RY_ASSIGN_OR_RETURN(DownReport report, vc.Down(spec.prefix));
   teardown.prefix.clear();
   fmt::print("  removed {} namespaces and links\n", report.removed.size());
