@@ -146,21 +146,6 @@ Result<YAML::Node> AsContainer(const Entry& entry, YAML::NodeType::value type,
                   YamlTypeName(entry.value)));
 }
 
-// Edit distance, to suggest the key a typo was meant to be.
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t substitute = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
-      diagonal = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitute});
-    }
-  }
-  return row[b.size()];
-}
 
 // "unknown key 'nmae' (did you mean 'name'? allowed: name, gpus)".
 std::string UnknownKeyMessage(std::string_view key,
@@ -248,6 +233,40 @@ Result<int64_t> JsonAsInt(const nlohmann::json& value, const FieldContext& ctx) 
 }
 
 }  // namespace
+
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t substitute = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
+      diagonal = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitute});
+    }
+  }
+  return row[b.size()];
+}
+
+int YamlLine(const YAML::Node& node) {
+  if (!node.IsDefined()) return 0;
+  const YAML::Mark m = node.Mark();
+  return m.is_null() || m.line < 0 ? 0 : m.line + 1;
+}
+
+YAML::Node YamlGet(const YAML::Node& map, std::string_view key) {
+  if (!map.IsDefined() || !map.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+  for (const auto& kv : map) {
+    if (kv.first.IsScalar() && kv.first.Scalar() == key) return kv.second;
+  }
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+bool YamlHas(const YAML::Node& map, std::string_view key) {
+  YAML::Node v = YamlGet(map, key);
+  return v.IsDefined() && !v.IsNull();
+}
 
 // ---- FieldContext ----
 

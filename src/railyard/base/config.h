@@ -143,4 +143,14 @@ Result<const nlohmann::json*> RequireArray(const nlohmann::json& object, std::st
 Status RejectUnknownKeys(const nlohmann::json& object,
                          std::initializer_list<std::string_view> allowed, const FieldContext& ctx);
 
+// Levenshtein distance, for "did you mean" suggestions.
+size_t EditDistance(std::string_view a, std::string_view b);
+
+// 1-based line of a YAML node, 0 when unknown.
+int YamlLine(const YAML::Node& node);
+// map[key] without yaml-cpp's throw (or insertion) on a non-map; Undefined when absent.
+YAML::Node YamlGet(const YAML::Node& map, std::string_view key);
+// True when `key` is present with a non-null value.
+bool YamlHas(const YAML::Node& map, std::string_view key);
+
 }  // namespace railyard::base

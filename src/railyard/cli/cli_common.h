@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -31,6 +32,11 @@ void RegisterBenchCommand(CLI::App& app, Action* action);
 
 // Absolute path of the running railyard binary (for starting probes in namespaces).
 std::string SelfExecutable();
+
+// Host names from a flag value: a comma list or Slurm hostlist expression (node[01-04]),
+// or @FILE with one such expression per line (# comments). Errors name the flag (and the
+// file and line).
+Result<std::vector<std::string>> ReadHostsArg(const std::string& flag, const std::string& spec);
 
 // Prints "railyard: error: <message>" to stderr.
 void PrintError(const Status& status);

@@ -1,6 +1,4 @@
 // The `railyard` binary: parses the command line, sets up logging, runs one subcommand.
-#include <unistd.h>
-
 #include <cstdio>
 #include <iostream>
 
@@ -10,19 +8,6 @@
 #include "railyard/cli/cli_common.h"
 
 namespace railyard::cli {
-
-std::string SelfExecutable() {
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "railyard";
-  buf[n] = '\0';
-  return buf;
-}
-
-void PrintError(const Status& status) {
-  std::fflush(stdout);
-  fmt::print(stderr, "railyard: error: {}\n", status.message());
-}
 
 namespace {
 

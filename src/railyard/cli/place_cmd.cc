@@ -2,10 +2,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "railyard/base/files.h"
 #include "railyard/cli/cli_common.h"
 #include "railyard/place/placement.h"
-#include "railyard/topo/hostlist.h"
 #include "railyard/topo/load.h"
 
 namespace railyard::cli {
@@ -22,41 +20,11 @@ struct PlaceFlags {
   bool json = false;
 };
 
-// HOSTS is a comma list or Slurm hostlist expression; @FILE reads one per line.
-Result<std::vector<std::string>> ReadHosts(const std::string& flag, const std::string& spec) {
-  std::vector<std::string> out;
-  if (spec.empty()) return out;
-  std::string text = spec;
-  if (spec[0] == '@') {
-    auto file = base::ReadFile(spec.substr(1));
-    if (!file.ok()) return file.status().WithContext(flag);
-    text = *file;
-  }
-  size_t pos = 0;
-  int line_no = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++line_no;
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
-    if (line.empty() || line[0] == '#') continue;
-    auto names = topo::ExpandHostlist(line);
-    if (!names.ok()) {
-      return names.status().WithContext(
-          spec[0] == '@' ? fmt::format("{} {}:{}", flag, spec.substr(1), line_no) : flag);
-    }
-    out.insert(out.end(), names->begin(), names->end());
-  }
-  return out;
-}
-
 Status RunPlace(const PlaceFlags& f) {
   if (f.nodes <= 0) return InvalidArgument("--nodes {}: expected a positive number", f.nodes);
   RY_ASSIGN_OR_RETURN(topo::Cluster cluster, topo::LoadTopology(f.topology));
-  RY_ASSIGN_OR_RETURN(auto excluded, ReadHosts("--exclude", f.exclude));
-  RY_ASSIGN_OR_RETURN(auto busy, ReadHosts("--busy", f.busy));
+  RY_ASSIGN_OR_RETURN(auto excluded, ReadHostsArg("--exclude", f.exclude));
+  RY_ASSIGN_OR_RETURN(auto busy, ReadHostsArg("--busy", f.busy));
   place::Placer placer(cluster);
   RY_RETURN_IF_ERROR(placer.SetExcluded(excluded).WithContext("--exclude"));
   RY_RETURN_IF_ERROR(placer.SetBusy(busy).WithContext("--busy"));

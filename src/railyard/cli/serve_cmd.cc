@@ -7,10 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "railyard/base/files.h"
 #include "railyard/cli/cli_common.h"
 #include "railyard/http/server.h"
-#include "railyard/topo/hostlist.h"
 #include "railyard/topo/load.h"
 
 namespace railyard::cli {
@@ -23,28 +21,6 @@ struct ServeFlags {
   std::string group_label = "railyard.io/group";
   std::string exclude;
 };
-
-Result<std::set<std::string>> ReadHostSet(const std::string& spec) {
-  std::set<std::string> out;
-  if (spec.empty()) return out;
-  std::string text = spec;
-  if (spec[0] == '@') {
-    RY_ASSIGN_OR_RETURN(text, base::ReadFile(spec.substr(1)));
-  }
-  // One hostlist expression per line or comma-separated.
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find_first_of("\n", pos);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(pos, end - pos);
-    pos = end + 1;
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
-    if (line.empty() || line[0] == '#') continue;
-    RY_ASSIGN_OR_RETURN(auto names, topo::ExpandHostlist(line));
-    out.insert(names.begin(), names.end());
-  }
-  return out;
-}
 
 Status Serve(const ServeFlags& f) {
   if (!f.extender) {
@@ -66,9 +42,9 @@ Status Serve(const ServeFlags& f) {
     return InvalidArgument("--listen '{}': port is not a number from 0 to 65535", f.listen);
   }
   RY_ASSIGN_OR_RETURN(topo::Cluster cluster, topo::LoadTopology(f.topology));
-  RY_ASSIGN_OR_RETURN(auto excluded, ReadHostSet(f.exclude));
+  RY_ASSIGN_OR_RETURN(auto excluded, ReadHostsArg("--exclude", f.exclude));
   http::Extender extender(std::move(cluster), f.group_label);
-  extender.SetExcluded(std::move(excluded));
+  extender.SetExcluded({excluded.begin(), excluded.end()});
   http::ExtenderServer server(&extender);
   RY_RETURN_IF_ERROR(server.Bind(host, port));
 

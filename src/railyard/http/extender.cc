@@ -98,18 +98,28 @@ Result<std::vector<std::string>> Extender::ReadNodeNames(const json& args, bool*
   return names;
 }
 
-Result<json> Extender::Filter(const json& args) {
-  std::lock_guard lock(mu_);
-  ++counters_.filter_requests;
+Result<Extender::Request> Extender::ReadRequest(const json& args) {
+  Request req;
   auto pod = ReadPod(args);
-  bool by_name = false;
-  std::vector<json> objects;
-  auto names = pod.ok() ? ReadNodeNames(args, &by_name, &objects)
+  auto names = pod.ok() ? ReadNodeNames(args, &req.by_name, &req.objects)
                         : Result<std::vector<std::string>>(pod.status());
   if (!names.ok()) {
     ++counters_.bad_requests;
     return names.status();
   }
+  req.pod = *pod;
+  req.names = std::move(*names);
+  return req;
+}
+
+Result<json> Extender::Filter(const json& args) {
+  std::lock_guard lock(mu_);
+  ++counters_.filter_requests;
+  RY_ASSIGN_OR_RETURN(Request req, ReadRequest(args));
+  const PodInfo* pod = &req.pod;
+  const std::vector<std::string>* names = &req.names;
+  const bool by_name = req.by_name;
+  const std::vector<json>& objects = req.objects;
   // Domains of the required level already used by the group: a node must share one.
   std::set<int> required_domains;
   if (pod->required_level >= 0 && !pod->group.empty()) {
@@ -173,15 +183,9 @@ int Extender::Score(int node, const std::set<int>& bound) const {
 Result<json> Extender::Prioritize(const json& args) {
   std::lock_guard lock(mu_);
   ++counters_.prioritize_requests;
-  auto pod = ReadPod(args);
-  bool by_name = false;
-  std::vector<json> objects;
-  auto names = pod.ok() ? ReadNodeNames(args, &by_name, &objects)
-                        : Result<std::vector<std::string>>(pod.status());
-  if (!names.ok()) {
-    ++counters_.bad_requests;
-    return names.status();
-  }
+  RY_ASSIGN_OR_RETURN(Request req, ReadRequest(args));
+  const PodInfo* pod = &req.pod;
+  const std::vector<std::string>* names = &req.names;
   std::set<int> bound;
   if (!pod->group.empty()) {
     auto it = bound_.find(pod->group);

@@ -72,6 +72,14 @@ class Extender {
     std::string group;
     int required_level = -1;
   };
+  struct Request {
+    PodInfo pod;
+    std::vector<std::string> names;  // candidate nodes
+    bool by_name = false;            // NodeNames (nodeCacheCapable) rather than Nodes.items
+    std::vector<nlohmann::json> objects;
+  };
+  // Parses ExtenderArgs; counts a malformed one. Requires mu_ held.
+  Result<Request> ReadRequest(const nlohmann::json& args);
   Result<PodInfo> ReadPod(const nlohmann::json& args) const;
   // Candidate node names, whether the request used NodeNames, and the Node objects.
   Result<std::vector<std::string>> ReadNodeNames(const nlohmann::json& args, bool* by_name,

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "railyard/topo/golden_testing.h"
+
 #include "railyard/base/files.h"
 #include "railyard/topo/load.h"
 #include "railyard/topo/slurm_format.h"
@@ -17,16 +19,7 @@ namespace {
 
 const std::string kTestdata = RAILYARD_TOPO_TESTDATA;
 
-void ExpectGolden(const std::string& name, const std::string& actual) {
-  const std::string path = kTestdata + "/golden/" + name;
-  if (const char* update = std::getenv("RAILYARD_UPDATE_GOLDEN"); update && *update == '1') {
-    ASSERT_TRUE(base::WriteFileAtomic(path, actual).ok());
-    return;
-  }
-  auto expected = base::ReadFile(path);
-  ASSERT_TRUE(expected.ok()) << expected.status().ToString();
-  EXPECT_EQ(actual, *expected) << "golden " << path << " differs";
-}
+using testing::ExpectGolden;
 
 Cluster Example() {
   auto c = LoadTopology(kTestdata + "/../../../../examples/topology-2su-rail.yaml");

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "railyard/topo/golden_testing.h"
+
 #include <cstdlib>
 #include <string>
 
@@ -13,20 +15,7 @@ namespace {
 
 using nlohmann::json;
 
-// Golden files live in testdata/golden/. Run the test with RAILYARD_UPDATE_GOLDEN=1 to
-// rewrite them from the current output (then review the diff before committing).
-void ExpectGolden(const std::string& name, const std::string& actual) {
-  std::string path = std::string(RAILYARD_TOPO_TESTDATA) + "/golden/" + name;
-  const char* update = std::getenv("RAILYARD_UPDATE_GOLDEN");
-  if (update != nullptr && std::string(update) == "1") {
-    ASSERT_TRUE(base::WriteFileAtomic(path, actual).ok()) << path;
-    return;
-  }
-  Result<std::string> expected = base::ReadFile(path);
-  ASSERT_TRUE(expected.ok()) << expected.status().ToString()
-                             << " (run with RAILYARD_UPDATE_GOLDEN=1 to create it)";
-  EXPECT_EQ(*expected, actual) << "golden " << path << " differs";
-}
+using testing::ExpectGolden;
 
 Node FullNode() {
   Node n;

@@ -178,27 +178,12 @@ std::string_view TrimSpace(std::string_view s) {
   return s;
 }
 
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t substitute = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
-      diagonal = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitute});
-    }
-  }
-  return row[b.size()];
-}
-
 // "unknown key 'Switchs' (did you mean 'Switches'? allowed here: ...)".
 std::string UnknownKey(std::string_view key, const std::vector<std::string_view>& allowed) {
   std::string_view best;
   size_t best_distance = std::numeric_limits<size_t>::max();
   for (std::string_view a : allowed) {
-    size_t d = EditDistance(Lower(key), Lower(a));
+    size_t d = base::EditDistance(Lower(key), Lower(a));
     if (d < best_distance) best = a, best_distance = d;
   }
   std::string hint = best_distance <= 2 ? fmt::format("did you mean '{}'? ", best) : "";
@@ -281,34 +266,15 @@ Result<std::vector<int>> ParseSizes(std::string_view text, std::string_view wher
 
 // ---- topology.yaml ----
 
-int LineOf(const YAML::Node& n) {
-  if (!n.IsDefined()) return 0;
-  YAML::Mark m = n.Mark();
-  return m.is_null() || m.line < 0 ? 0 : m.line + 1;
-}
-
-YAML::Node Get(const YAML::Node& map, std::string_view key) {
-  if (!map.IsDefined() || !map.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
-  for (const auto& kv : map) {
-    if (kv.first.IsScalar() && kv.first.Scalar() == key) return kv.second;
-  }
-  return YAML::Node(YAML::NodeType::Undefined);
-}
-
-bool Has(const YAML::Node& map, std::string_view key) {
-  YAML::Node v = Get(map, key);
-  return v.IsDefined() && !v.IsNull();
-}
-
 Result<std::vector<std::string>> YamlNames(const YAML::Node& map, std::string_view key,
                                            const FieldContext& ctx, size_t& total) {
-  if (!Has(map, key)) return std::vector<std::string>{};
+  if (!base::YamlHas(map, key)) return std::vector<std::string>{};
   RY_ASSIGN_OR_RETURN(std::string text, base::RequireString(map, key, ctx));
   Result<std::vector<std::string>> names = ExpandHostlist(text);
-  if (!names.ok()) return ctx.Child(key).Error(Get(map, key), names.status().message());
+  if (!names.ok()) return ctx.Child(key).Error(base::YamlGet(map, key), names.status().message());
   total += names->size();
   if (total > kMaxNames) {
-    return ctx.Child(key).Error(Get(map, key),
+    return ctx.Child(key).Error(base::YamlGet(map, key),
                                 fmt::format("more than {} switches and nodes", kMaxNames));
   }
   return names;
@@ -330,7 +296,7 @@ Result<Cluster> TreeFromYaml(const YAML::Node& tree, const FieldContext& ctx,
     RY_ASSIGN_OR_RETURN(spec.name, base::RequireString(sw, "switch", c));
     RY_ASSIGN_OR_RETURN(spec.children, YamlNames(sw, "children", c, total));
     RY_ASSIGN_OR_RETURN(spec.nodes, YamlNames(sw, "nodes", c, total));
-    spec.line = LineOf(sw);
+    spec.line = base::YamlLine(sw);
     specs.push_back(std::move(spec));
   }
   if (specs.empty()) return ctx.Child("switches").Error(switches, "lists no switches");
@@ -342,7 +308,7 @@ Result<Cluster> BlockFromYaml(const YAML::Node& block, const FieldContext& ctx,
   RY_RETURN_IF_ERROR(base::ExpectMap(block, ctx));
   RY_RETURN_IF_ERROR(base::RejectUnknownKeys(block, {"block_sizes", "blocks"}, ctx));
   std::vector<int> sizes;
-  if (Has(block, "block_sizes")) {
+  if (base::YamlHas(block, "block_sizes")) {
     RY_ASSIGN_OR_RETURN(YAML::Node seq, base::RequireSequence(block, "block_sizes", ctx));
     for (size_t i = 0; i < seq.size(); ++i) {
       FieldContext c = ctx.Child("block_sizes").Index(i);
@@ -367,7 +333,7 @@ Result<Cluster> BlockFromYaml(const YAML::Node& block, const FieldContext& ctx,
     BlockSpec spec;
     RY_ASSIGN_OR_RETURN(spec.name, base::RequireString(b, "block", c));
     RY_ASSIGN_OR_RETURN(spec.nodes, YamlNames(b, "nodes", c, total));
-    spec.line = LineOf(b);
+    spec.line = base::YamlLine(b);
     specs.push_back(std::move(spec));
   }
   if (specs.empty()) return ctx.Child("blocks").Error(blocks, "lists no blocks");
@@ -394,7 +360,7 @@ Result<Cluster> SlurmYamlImpl(const YAML::Node& root, std::string_view source,
         t, {"topology", "cluster_default", "tree", "block", "flat", "ring", "torus3d"}, c));
     RY_ASSIGN_OR_RETURN(std::string name, base::RequireString(t, "topology", c));
     RY_ASSIGN_OR_RETURN(bool is_default, base::OptionalBool(t, "cluster_default", false, c));
-    bool usable = Has(t, "tree") || Has(t, "block");
+    bool usable = base::YamlHas(t, "tree") || base::YamlHas(t, "block");
     if (!wanted.empty() && name == wanted) chosen = static_cast<int>(i);
     if (usable && first_usable < 0) first_usable = static_cast<int>(i);
     if (usable && is_default && first_default < 0) first_default = static_cast<int>(i);
@@ -409,18 +375,18 @@ Result<Cluster> SlurmYamlImpl(const YAML::Node& root, std::string_view source,
     return InvalidArgument(
         "{}: none of the topologies ({}) is a tree or block topology; "
         "railyard imports only those",
-        Where(source, LineOf(root)), fmt::join(names, ", "));
+        Where(source, base::YamlLine(root)), fmt::join(names, ", "));
   }
   const YAML::Node& t = root[chosen];
   FieldContext c = ctx.Index(chosen);
-  if (Has(t, "tree") && Has(t, "block")) {
+  if (base::YamlHas(t, "tree") && base::YamlHas(t, "block")) {
     return c.Error(t, "has both 'tree' and 'block'; a topology has exactly one type");
   }
-  if (Has(t, "tree")) {
-    return TreeFromYaml(Get(t, "tree"), c.Child("tree"), source, names[chosen]);
+  if (base::YamlHas(t, "tree")) {
+    return TreeFromYaml(base::YamlGet(t, "tree"), c.Child("tree"), source, names[chosen]);
   }
-  if (Has(t, "block")) {
-    return BlockFromYaml(Get(t, "block"), c.Child("block"), source, names[chosen]);
+  if (base::YamlHas(t, "block")) {
+    return BlockFromYaml(base::YamlGet(t, "block"), c.Child("block"), source, names[chosen]);
   }
   return c.Error(t, fmt::format("topology '{}' is neither a tree nor a block topology; railyard "
                                 "imports only those",

@@ -23,26 +23,6 @@ constexpr size_t kMaxNodes = 1'000'000;
 constexpr int kMaxGpusPerNode = 4096;
 constexpr size_t kMaxCpusPerNuma = 1 << 20;
 
-int LineOf(const YAML::Node& n) {
-  if (!n.IsDefined()) return 0;
-  const YAML::Mark m = n.Mark();
-  return m.is_null() || m.line < 0 ? 0 : m.line + 1;
-}
-
-// map[key] without yaml-cpp's throw on non-maps; callers check the map first.
-YAML::Node Get(const YAML::Node& map, std::string_view key) {
-  if (!map.IsDefined() || !map.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
-  for (const auto& kv : map) {
-    if (kv.first.IsScalar() && kv.first.Scalar() == key) return kv.second;
-  }
-  return YAML::Node(YAML::NodeType::Undefined);
-}
-
-bool Has(const YAML::Node& map, std::string_view key) {
-  YAML::Node v = Get(map, key);
-  return v.IsDefined() && !v.IsNull();
-}
-
 YAML::Node KeyNode(const YAML::Node& map, std::string_view key) {
   for (const auto& kv : map) {
     if (kv.first.IsScalar() && kv.first.Scalar() == key) return kv.first;
@@ -54,7 +34,7 @@ Result<int> IntIn(const YAML::Node& map, std::string_view key, int fallback, int
                   const FieldContext& ctx) {
   RY_ASSIGN_OR_RETURN(int64_t v, base::OptionalInt(map, key, fallback, ctx));
   if (v < lo || v > hi) {
-    return ctx.Child(key).Error(Get(map, key),
+    return ctx.Child(key).Error(base::YamlGet(map, key),
                                 fmt::format("{} is out of range (expected {} to {})", v, lo, hi));
   }
   return static_cast<int>(v);
@@ -65,7 +45,7 @@ Result<uint64_t> Rate(const YAML::Node& map, std::string_view key, const FieldCo
   RY_ASSIGN_OR_RETURN(std::string text, base::OptionalString(map, key, "", ctx));
   if (text.empty() || text == "unshaped" || text == "unknown" || text == "0") return uint64_t{0};
   Result<uint64_t> bits = base::ParseRateBits(text);
-  if (!bits.ok()) return ctx.Child(key).Error(Get(map, key), bits.status().message());
+  if (!bits.ok()) return ctx.Child(key).Error(base::YamlGet(map, key), bits.status().message());
   return *bits;
 }
 
@@ -165,7 +145,7 @@ Status Reader::RejectV2Keys(const YAML::Node& map, std::initializer_list<std::st
                             const FieldContext& ctx) {
   if (version_ >= 2) return Status::Ok();
   for (std::string_view k : keys) {
-    if (Get(map, k).IsDefined()) {
+    if (base::YamlGet(map, k).IsDefined()) {
       return ctx.Child(k).Error(
           KeyNode(map, k),
           fmt::format("'{}' needs version 2 (this file says version {})", k, version_));
@@ -186,13 +166,13 @@ Status Reader::ReadVersion(const YAML::Node& root, const FieldContext& ctx) {
   RY_ASSIGN_OR_RETURN(int64_t v, base::RequireInt(root, "version", ctx));
   if (v > kTopologyYamlVersion) {
     return ctx.Child("version").Error(
-        Get(root, "version"),
+        base::YamlGet(root, "version"),
         fmt::format("version {} is newer than this railyard understands ({}-{})", v,
                     kMinTopologyYamlVersion, kTopologyYamlVersion));
   }
   if (v < kMinTopologyYamlVersion) {
     return ctx.Child("version").Error(
-        Get(root, "version"), fmt::format("version {} is not a topology version (expected {}-{})",
+        base::YamlGet(root, "version"), fmt::format("version {} is not a topology version (expected {}-{})",
                                           v, kMinTopologyYamlVersion, kTopologyYamlVersion));
   }
   version_ = static_cast<int>(v);
@@ -243,7 +223,7 @@ Result<std::vector<Nic>> Reader::ReadNics(const YAML::Node& seq, const FieldCont
     RY_ASSIGN_OR_RETURN(nic.rdma, base::OptionalBool(n, "rdma", false, c));
     if (nic.name.empty()) return c.Child("name").Error(n, "a NIC needs a name");
     if (!seen.insert(nic.name).second) {
-      return c.Child("name").Error(Get(n, "name"),
+      return c.Child("name").Error(base::YamlGet(n, "name"),
                                    fmt::format("NIC '{}' is listed twice", nic.name));
     }
     nics.push_back(std::move(nic));
@@ -261,14 +241,14 @@ Result<std::vector<NumaNode>> Reader::ReadNuma(const YAML::Node& seq, const Fiel
     RY_RETURN_IF_ERROR(base::RejectUnknownKeys(n, {"id", "cpus"}, c));
     NumaNode nn;
     RY_ASSIGN_OR_RETURN(int64_t id, base::RequireInt(n, "id", c));
-    if (id < 0 || id > (1 << 20)) return c.Child("id").Error(Get(n, "id"), "out of range");
+    if (id < 0 || id > (1 << 20)) return c.Child("id").Error(base::YamlGet(n, "id"), "out of range");
     nn.id = static_cast<int>(id);
     RY_ASSIGN_OR_RETURN(std::string cpus, base::OptionalString(n, "cpus", "", c));
     if (!cpus.empty()) {
-      RY_ASSIGN_OR_RETURN(nn.cpus, ParseCpuList(Get(n, "cpus"), cpus, c.Child("cpus")));
+      RY_ASSIGN_OR_RETURN(nn.cpus, ParseCpuList(base::YamlGet(n, "cpus"), cpus, c.Child("cpus")));
     }
     if (!seen.insert(nn.id).second) {
-      return c.Child("id").Error(Get(n, "id"), fmt::format("NUMA node {} is listed twice", id));
+      return c.Child("id").Error(base::YamlGet(n, "id"), fmt::format("NUMA node {} is listed twice", id));
     }
     numa.push_back(std::move(nn));
   }
@@ -284,12 +264,12 @@ Result<std::vector<GpuNicPath>> Reader::ReadPaths(const YAML::Node& seq, const F
     RY_RETURN_IF_ERROR(base::RejectUnknownKeys(p, {"gpu", "nic", "path"}, c));
     GpuNicPath path;
     RY_ASSIGN_OR_RETURN(int64_t gpu, base::RequireInt(p, "gpu", c));
-    if (gpu < 0 || gpu > (1 << 20)) return c.Child("gpu").Error(Get(p, "gpu"), "out of range");
+    if (gpu < 0 || gpu > (1 << 20)) return c.Child("gpu").Error(base::YamlGet(p, "gpu"), "out of range");
     path.gpu = static_cast<int>(gpu);
     RY_ASSIGN_OR_RETURN(path.nic, base::RequireString(p, "nic", c));
     RY_ASSIGN_OR_RETURN(std::string cls, base::RequireString(p, "path", c));
     Result<PathClass> pc = ParsePathClass(cls);
-    if (!pc.ok()) return c.Child("path").Error(Get(p, "path"), pc.status().message());
+    if (!pc.ok()) return c.Child("path").Error(base::YamlGet(p, "path"), pc.status().message());
     path.path = *pc;
     paths.push_back(std::move(path));
   }
@@ -297,7 +277,7 @@ Result<std::vector<GpuNicPath>> Reader::ReadPaths(const YAML::Node& seq, const F
 }
 
 Status Reader::ReadHardware(const YAML::Node& map, const FieldContext& ctx, Node& node) {
-  YAML::Node gpus = Get(map, "gpus");
+  YAML::Node gpus = base::YamlGet(map, "gpus");
   if (gpus.IsDefined() && !gpus.IsNull()) {
     if (gpus.IsScalar()) {
       RY_ASSIGN_OR_RETURN(node.gpu_count, IntIn(map, "gpus", 0, 0, kMaxGpusPerNode, ctx));
@@ -309,15 +289,15 @@ Status Reader::ReadHardware(const YAML::Node& map, const FieldContext& ctx, Node
       return ctx.Child("gpus").Error(gpus, "expected a GPU count or a list of GPUs, got a map");
     }
   }
-  if (Has(map, "nics")) {
+  if (base::YamlHas(map, "nics")) {
     RY_ASSIGN_OR_RETURN(YAML::Node seq, base::RequireSequence(map, "nics", ctx));
     RY_ASSIGN_OR_RETURN(node.nics, ReadNics(seq, ctx.Child("nics")));
   }
-  if (Has(map, "numa")) {
+  if (base::YamlHas(map, "numa")) {
     RY_ASSIGN_OR_RETURN(YAML::Node seq, base::RequireSequence(map, "numa", ctx));
     RY_ASSIGN_OR_RETURN(node.numa, ReadNuma(seq, ctx.Child("numa")));
   }
-  if (Has(map, "gpu_nic_paths")) {
+  if (base::YamlHas(map, "gpu_nic_paths")) {
     RY_ASSIGN_OR_RETURN(YAML::Node seq, base::RequireSequence(map, "gpu_nic_paths", ctx));
     RY_ASSIGN_OR_RETURN(node.gpu_nic_paths, ReadPaths(seq, ctx.Child("gpu_nic_paths")));
   }
@@ -381,7 +361,7 @@ Result<const Node*> Reader::Profile(const YAML::Node& map, const FieldContext& c
     std::vector<std::string_view> known;
     for (const auto& [k, v] : profiles_) known.push_back(k);
     return ctx.Child("profile").Error(
-        Get(map, "profile"),
+        base::YamlGet(map, "profile"),
         fmt::format(
             "no profile named '{}' (defined: {})", name,
             known.empty() ? std::string("none") : fmt::format("{}", fmt::join(known, ", "))));
@@ -401,11 +381,11 @@ Status Reader::ReadSwitch(const YAML::Node& sw, const FieldContext& ctx) {
   RY_ASSIGN_OR_RETURN(std::string level, base::RequireString(sw, "level", ctx));
   RY_ASSIGN_OR_RETURN(std::string parent, base::OptionalString(sw, "parent", "", ctx));
   RY_ASSIGN_OR_RETURN(uint64_t uplink, Rate(sw, "uplink_rate", ctx));
-  builder_.AddSwitch(name, level, parent, uplink, LineOf(sw));
+  builder_.AddSwitch(name, level, parent, uplink, base::YamlLine(sw));
 
-  if (!Has(sw, "nodes")) {
+  if (!base::YamlHas(sw, "nodes")) {
     for (std::string_view k : {"gpus_per_node", "profile", "node_link_rate"}) {
-      if (Has(sw, k)) {
+      if (base::YamlHas(sw, k)) {
         return ctx.Child(k).Error(KeyNode(sw, k),
                                   fmt::format("'{}' describes the nodes a switch lists, but "
                                               "switch '{}' has no 'nodes'",
@@ -416,24 +396,24 @@ Status Reader::ReadSwitch(const YAML::Node& sw, const FieldContext& ctx) {
   }
   RY_ASSIGN_OR_RETURN(std::string hostlist, base::RequireString(sw, "nodes", ctx));
   Result<std::vector<std::string>> names = ExpandHostlist(hostlist);
-  if (!names.ok()) return ctx.Child("nodes").Error(Get(sw, "nodes"), names.status().message());
-  RY_RETURN_IF_ERROR(CountNodes(names->size(), Get(sw, "nodes"), ctx.Child("nodes")));
+  if (!names.ok()) return ctx.Child("nodes").Error(base::YamlGet(sw, "nodes"), names.status().message());
+  RY_RETURN_IF_ERROR(CountNodes(names->size(), base::YamlGet(sw, "nodes"), ctx.Child("nodes")));
 
   Node tmpl;
   RY_ASSIGN_OR_RETURN(const Node* profile, Profile(sw, ctx));
   if (profile != nullptr) tmpl = *profile;
-  if (Has(sw, "gpus_per_node")) {
+  if (base::YamlHas(sw, "gpus_per_node")) {
     RY_ASSIGN_OR_RETURN(int gpus, IntIn(sw, "gpus_per_node", 0, 0, kMaxGpusPerNode, ctx));
     if (!tmpl.gpus.empty() && gpus != tmpl.gpu_count) {
       return ctx.Child("gpus_per_node")
-          .Error(Get(sw, "gpus_per_node"),
+          .Error(base::YamlGet(sw, "gpus_per_node"),
                  fmt::format("{} GPUs per node, but profile '{}' lists {} GPUs", gpus,
-                             Get(sw, "profile").Scalar(), tmpl.gpu_count));
+                             base::YamlGet(sw, "profile").Scalar(), tmpl.gpu_count));
     }
     tmpl.gpu_count = gpus;
   }
   RY_ASSIGN_OR_RETURN(tmpl.link_rate_bits, Rate(sw, "node_link_rate", ctx));
-  int line = LineOf(Get(sw, "nodes"));
+  int line = base::YamlLine(base::YamlGet(sw, "nodes"));
   for (std::string& n : *names) {
     Node node = tmpl;
     node.name = std::move(n);
@@ -459,7 +439,7 @@ Status Reader::ReadNode(const YAML::Node& map, const FieldContext& ctx) {
   RY_ASSIGN_OR_RETURN(node.link_rate_bits, Rate(map, "link_rate", ctx));
   RY_RETURN_IF_ERROR(ReadHardware(map, ctx, node));
   RY_RETURN_IF_ERROR(CheckPaths(node, fmt::format("node '{}'", node.name), map, ctx));
-  builder_.AddNode(std::move(node), std::move(leaf), LineOf(map));
+  builder_.AddNode(std::move(node), std::move(leaf), base::YamlLine(map));
   return Status::Ok();
 }
 
@@ -500,7 +480,7 @@ Result<Cluster> Reader::Read(const YAML::Node& root) {
   }
   builder_.SetLevels(std::move(levels));
 
-  if (Has(root, "block_sizes")) {
+  if (base::YamlHas(root, "block_sizes")) {
     RY_ASSIGN_OR_RETURN(YAML::Node seq, base::RequireSequence(root, "block_sizes", ctx));
     std::vector<int> sizes;
     for (size_t i = 0; i < seq.size(); ++i) {
@@ -518,13 +498,13 @@ Result<Cluster> Reader::Read(const YAML::Node& root) {
     builder_.SetBlockSizes(std::move(sizes));
   }
 
-  RY_RETURN_IF_ERROR(ReadProfiles(Get(root, "profiles"), ctx.Child("profiles")));
+  RY_RETURN_IF_ERROR(ReadProfiles(base::YamlGet(root, "profiles"), ctx.Child("profiles")));
 
   RY_ASSIGN_OR_RETURN(YAML::Node switches, base::RequireSequence(root, "switches", ctx));
   for (size_t i = 0; i < switches.size(); ++i) {
     RY_RETURN_IF_ERROR(ReadSwitch(switches[i], ctx.Child("switches").Index(i)));
   }
-  if (Has(root, "nodes")) {
+  if (base::YamlHas(root, "nodes")) {
     RY_ASSIGN_OR_RETURN(YAML::Node nodes, base::RequireSequence(root, "nodes", ctx));
     for (size_t i = 0; i < nodes.size(); ++i) {
       RY_RETURN_IF_ERROR(ReadNode(nodes[i], ctx.Child("nodes").Index(i)));
