@@ -3,14 +3,22 @@
 #include <nlohmann/json.hpp>
 
 #include "railyard/cli/cli_common.h"
+#include "railyard/base/units.h"
 #include "railyard/place/bench.h"
+#include "railyard/storage/ckpt_bench.h"
+#include "railyard/storage/data_bench.h"
 
 namespace railyard::cli {
 
 void RegisterBenchCommand(CLI::App& app, Action* action) {
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks (figures for docs/performance.md)");
   bench->require_subcommand(1);
-  bench->footer("Examples:\n  railyard bench place --nodes 16384 --json\nDocs: docs/performance.md\n");
+  bench->footer(
+      "Examples:\n"
+      "  railyard bench place --nodes 16384 --json\n"
+      "  railyard bench ckpt --ranks 2 --size 1GiB --dir /lustre/tmp/ckb --steps 3 --async\n"
+      "  railyard bench data --samples 100000 --readers 2 --dir /tmp/dbench\n"
+      "Docs: docs/performance.md\n");
 
   struct PlaceFlags {
     place::PlaceBenchOptions o;
@@ -56,6 +64,90 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
       fmt::print("  leaves used == optimum         {:>10.1f} % of small instances\n",
                  100.0 * r.optimal_fraction);
       fmt::print("  worse than greedy baseline     {:>10d} instances\n", r.worse_than_greedy);
+      return Status::Ok();
+    };
+  });
+
+  struct CkptFlags {
+    storage::CkptBenchOptions o;
+    std::string size = "1GiB";
+    std::string timeout = "10m";
+    bool json = false;
+  };
+  auto cf = std::make_shared<CkptFlags>();
+  CLI::App* ck = bench->add_subcommand(
+      "ckpt", "K checkpoints of random tensors from R rank processes, then read back");
+  ck->add_option("--ranks", cf->o.ranks, "rank processes")->capture_default_str();
+  ck->add_option("--size", cf->size, "checkpoint size, all ranks together")->capture_default_str();
+  ck->add_option("--dir", cf->o.dir, "a new or empty directory (removed afterwards)")->required();
+  ck->add_option("--steps", cf->o.steps, "successive checkpoints")->capture_default_str();
+  ck->add_flag("--async", cf->o.async_save, "save_async: report the training-thread stall");
+  ck->add_flag("--direct", cf->o.direct_io, "O_DIRECT with aligned buffers");
+  ck->add_option("--timeout", cf->timeout, "give up (and name the rank) after this")
+      ->capture_default_str();
+  ck->add_flag("--json", cf->json,
+               "one object: write_gbps, read_gbps, save_ms, stall_ms, bytes, ranks, steps");
+  ck->footer("Example:\n  railyard bench ckpt --ranks 2 --size 4GiB --dir /tmp/ckb --async --json\n");
+  ck->callback([cf, action] {
+    *action = [cf]() -> Outcome {
+      auto size = base::ParseBytes(cf->size);
+      if (!size.ok()) return size.status().WithContext("--size");
+      auto timeout = base::ParseDuration(cf->timeout);
+      if (!timeout.ok()) return timeout.status().WithContext("--timeout");
+      cf->o.total_bytes = *size;
+      cf->o.timeout = *timeout;
+      auto r = storage::RunCkptBench(cf->o);
+      if (!r.ok()) return r.status();
+      if (cf->json) {
+        fmt::print("{}\n", storage::ToJson(*r).dump());
+        return Status::Ok();
+      }
+      fmt::print("{} ranks, {} per checkpoint, {} steps{}{}\n", r->ranks,
+                 base::FormatBytes(r->bytes), r->steps, cf->o.async_save ? ", async" : "",
+                 cf->o.direct_io ? ", O_DIRECT" : "");
+      fmt::print("  write {:>8.3f} GB/s   save {:>9.1f} ms (median)\n", r->write_gbps, r->save_ms);
+      fmt::print("  read  {:>8.3f} GB/s   stall {:>8.1f} ms (median, training thread)\n",
+                 r->read_gbps, r->stall_ms);
+      for (const auto& n : r->notes) fmt::print("  note: {}\n", n);
+      return Status::Ok();
+    };
+  });
+
+  struct DataFlags {
+    storage::DataBenchOptions o;
+    bool json = false;
+  };
+  auto df = std::make_shared<DataFlags>();
+  CLI::App* db = bench->add_subcommand(
+      "data", "Packed shards against the original small files, same readers, same order");
+  db->add_option("--dir", df->o.dir, "scratch directory")->required();
+  db->add_option("--samples", df->o.samples, "samples")->capture_default_str();
+  db->add_option("--min-bytes", df->o.min_bytes, "smallest sample")->capture_default_str();
+  db->add_option("--max-bytes", df->o.max_bytes, "largest sample")->capture_default_str();
+  db->add_option("--readers", df->o.readers, "concurrent readers")->capture_default_str();
+  db->add_option("--seed", df->o.seed, "seed")->capture_default_str();
+  db->add_flag("--json", df->json, "print the result as JSON");
+  db->footer("Example:\n  railyard bench data --samples 100000 --readers 2 --dir /tmp/dbench\n");
+  db->callback([df, action] {
+    *action = [df]() -> Outcome {
+      if (!df->json) {
+        df->o.progress = [](std::string_view s) {
+          fmt::print(stderr, "  {}\n", s);
+        };
+      }
+      auto r = storage::RunDataBench(df->o);
+      if (!r.ok()) return r.status();
+      if (df->json) {
+        fmt::print("{}\n", storage::ToJson(*r).dump());
+        return Status::Ok();
+      }
+      fmt::print("{} samples ({}), {} readers\n", r->samples, base::FormatBytes(r->bytes),
+                 r->readers);
+      fmt::print("  packed shards: {:>12.0f} samples/s {:>12}\n", r->packed.samples_per_s,
+                 base::FormatByteRate(r->packed.bytes_per_s));
+      fmt::print("  small files:   {:>12.0f} samples/s {:>12}\n", r->small.samples_per_s,
+                 base::FormatByteRate(r->small.bytes_per_s));
+      fmt::print("  speedup {:.1f}x\n", r->speedup);
       return Status::Ok();
     };
   });

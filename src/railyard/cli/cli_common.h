@@ -29,6 +29,8 @@ void RegisterDiscoverCommand(CLI::App& app, Action* action);
 void RegisterPlaceCommand(CLI::App& app, Action* action);
 void RegisterServeCommand(CLI::App& app, Action* action);
 void RegisterBenchCommand(CLI::App& app, Action* action);
+void RegisterCkptCommand(CLI::App& app, Action* action);
+void RegisterDataCommand(CLI::App& app, Action* action);
 
 // Absolute path of the running railyard binary (for starting probes in namespaces).
 std::string SelfExecutable();

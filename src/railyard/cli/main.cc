@@ -40,6 +40,8 @@ int Main(int argc, char** argv) {
   RegisterDiscoverCommand(app, &action);
   RegisterPlaceCommand(app, &action);
   RegisterServeCommand(app, &action);
+  RegisterCkptCommand(app, &action);
+  RegisterDataCommand(app, &action);
   RegisterBenchCommand(app, &action);
 
   try {

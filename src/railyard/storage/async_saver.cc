@@ -1,0 +1,139 @@
+#include "railyard/storage/async_saver.h"
+
+#include <cstring>
+
+#include "railyard/base/clock.h"
+#include "railyard/base/logging.h"
+#include "railyard/base/units.h"
+#include "railyard/storage/task_pool.h"
+
+namespace railyard::storage {
+namespace {
+
+const base::Logger kLog("ckpt");
+constexpr uint64_t kCopyChunk = 64 << 20;  // per copy task: large enough to amortise dispatch
+
+}  // namespace
+
+Result<std::unique_ptr<AsyncSaver>> AsyncSaver::Create(std::unique_ptr<CheckpointWriter> writer,
+                                                       AsyncSaverOptions options) {
+  if (writer == nullptr) return InvalidArgument("async saver: no checkpoint writer given");
+  if (options.max_staging_bytes == 0) {
+    return InvalidArgument("async saver: max_staging_bytes must be positive");
+  }
+  return std::unique_ptr<AsyncSaver>(new AsyncSaver(std::move(writer), options));
+}
+
+AsyncSaver::AsyncSaver(std::unique_ptr<CheckpointWriter> writer, AsyncSaverOptions options)
+    : writer_(std::move(writer)), options_(options) {
+  copy_pool_ = std::make_unique<TaskPool>(options_.copy_threads);
+  thread_ = std::thread([this] { Loop(); });
+}
+
+AsyncSaver::~AsyncSaver() {
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    Status pending = WaitIdle(lock);
+    if (!pending.ok()) {
+      kLog.Error("checkpoint save failed and nobody asked: {}", pending.ToString());
+    }
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void AsyncSaver::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || job_.has_value(); });
+    if (!job_.has_value()) return;
+    Job& job = *job_;
+    lock.unlock();
+    Status st = writer_->Save(job.step, job.views, job.metadata);
+    lock.lock();
+    stats_.last_save = writer_->last_stats();
+    if (!st.ok() && bg_error_.ok()) {
+      bg_error_ = st.WithContext(fmt::format("background save of step {}", job.step));
+    }
+    job_.reset();
+    cv_.notify_all();
+  }
+}
+
+Status AsyncSaver::WaitIdle(std::unique_lock<std::mutex>& lock) {
+  cv_.wait(lock, [&] { return !job_.has_value(); });
+  return std::exchange(bg_error_, Status::Ok());
+}
+
+Status AsyncSaver::Wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  return WaitIdle(lock);
+}
+
+AsyncSaverStats AsyncSaver::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+Status AsyncSaver::SaveAsync(int64_t step, std::span<const TensorView> pieces,
+                             const std::map<std::string, std::string>& metadata) {
+  const auto start = base::Clock::now();
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    RY_RETURN_IF_ERROR(WaitIdle(lock));  // back-pressure, and the previous save's error
+  }
+  const double waited = base::SecondsSince(start);
+  // From here no job is in flight, so the staging buffer is this thread's alone.
+  Job job;
+  job.step = step;
+  job.metadata = metadata;
+  job.views.assign(pieces.begin(), pieces.end());
+  uint64_t total = 0;
+  std::vector<uint64_t> at(pieces.size());
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const TensorView& v = pieces[i];
+    if (v.byte_size() > 0 && v.data == nullptr) {
+      return InvalidArgument("async save of step {}: tensor '{}': data is null", step, v.name);
+    }
+    at[i] = total;
+    total = AlignUp(total + v.byte_size(), kDirectIoAlignment);
+  }
+  if (total > options_.max_staging_bytes) {
+    return ResourceExhausted("async save of step {} needs {} of staging memory, the limit is {} "
+                             "(AsyncSaverOptions.max_staging_bytes)", step,
+                             base::FormatBytes(total),
+                             base::FormatBytes(options_.max_staging_bytes));
+  }
+  RY_RETURN_IF_ERROR(staging_.Resize(total));
+  const auto copy_start = base::Clock::now();
+  std::vector<TaskPool::Task> tasks;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const auto* src = static_cast<const uint8_t*>(pieces[i].data);
+    uint8_t* dst = staging_.data() + at[i];
+    const uint64_t n = pieces[i].byte_size();
+    for (uint64_t off = 0; off < n; off += kCopyChunk) {
+      uint64_t len = std::min(kCopyChunk, n - off);
+      tasks.push_back([src, dst, off, len](int) {
+        std::memcpy(dst + off, src + off, len);
+        return Status::Ok();
+      });
+    }
+    job.views[i].data = dst;
+  }
+  RY_RETURN_IF_ERROR(copy_pool_->RunAll(std::move(tasks)));
+  const double copied = base::SecondsSince(copy_start);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job_ = std::move(job);
+    stats_.last_step = step;
+    stats_.last_wait_seconds = waited;
+    stats_.last_copy_seconds = copied;
+    stats_.last_stall_seconds = base::SecondsSince(start);
+    stats_.staging_capacity = staging_.capacity();
+  }
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+}  // namespace railyard::storage

@@ -1,0 +1,191 @@
+#include "railyard/storage/async_saver.h"
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "railyard/storage/checkpoint_reader.h"
+
+namespace railyard::storage {
+namespace {
+
+namespace fs = std::filesystem;
+
+class AsyncSaverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/railyard-async-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<AsyncSaver> MakeSaver(Fs* fs = nullptr, AsyncSaverOptions options = {}) {
+    WriterOptions o;
+    o.dir = dir_;
+    o.fs = fs;
+    o.io_threads = 2;
+    auto writer = CheckpointWriter::Open(o);
+    EXPECT_TRUE(writer.ok()) << writer.status().ToString();
+    auto saver = AsyncSaver::Create(std::move(*writer), options);
+    EXPECT_TRUE(saver.ok()) << saver.status().ToString();
+    return std::move(*saver);
+  }
+
+  std::vector<float> ReadW(int64_t step) {
+    auto reader = CheckpointReader::Open(dir_, step);
+    EXPECT_TRUE(reader.ok()) << reader.status().ToString();
+    if (!reader.ok()) return {};
+    auto bytes = (*reader)->ReadTensor("w");
+    std::vector<float> out(bytes->size() / 4);
+    std::memcpy(out.data(), bytes->data(), bytes->size());
+    return out;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(AsyncSaverTest, SavesTheStateAsOfTheCall) {
+  auto saver = MakeSaver();
+  std::vector<float> w(10000);
+  std::vector<TensorView> views = {{"w", DType::kF32, {10000}, {}, {}, w.data()}};
+  for (int step = 1; step <= 3; ++step) {
+    std::fill(w.begin(), w.end(), static_cast<float>(step));
+    ASSERT_TRUE(saver->SaveAsync(step, views, {{"step", std::to_string(step)}}).ok());
+    // Training goes on and changes the state while the save runs.
+    std::fill(w.begin(), w.end(), -1.0f);
+  }
+  ASSERT_TRUE(saver->Wait().ok());
+  for (int step = 1; step <= 3; ++step) {
+    EXPECT_EQ(ReadW(step), std::vector<float>(10000, static_cast<float>(step))) << step;
+  }
+  AsyncSaverStats s = saver->stats();
+  EXPECT_EQ(s.last_step, 3);
+  EXPECT_EQ(s.last_save.step, 3);
+  EXPECT_EQ(s.last_save.bytes, 40000u);
+  EXPECT_GE(s.last_stall_seconds, s.last_copy_seconds);
+  EXPECT_EQ(s.staging_capacity, 40960u);  // one 4 KiB-aligned buffer, reused
+}
+
+TEST_F(AsyncSaverTest, ANewSaveWaitsForThePreviousOne) {
+  std::atomic<bool> second_called{false};
+  std::atomic<bool> first_committed{false};
+  std::atomic<bool> order_ok{true};
+  FaultInjectionFs gate(DefaultFs());
+  gate.SetHook([&](const FsOpInfo& info) {
+    // Hold the first save's first data write until SaveAsync(2) has been called.
+    if (info.op == FsOp::kWrite && info.path.find("step-00000001") != std::string::npos) {
+      while (!second_called.load()) std::this_thread::yield();
+    }
+    // The first save's update of `latest`: its last step.
+    if (info.op == FsOp::kRename && info.path.find("latest.tmp") != std::string::npos) {
+      first_committed = true;
+    }
+    return Status::Ok();
+  });
+  auto saver = MakeSaver(&gate);
+  std::vector<float> w(1000, 1.0f);
+  std::vector<TensorView> views = {{"w", DType::kF32, {1000}, {}, {}, w.data()}};
+  ASSERT_TRUE(saver->SaveAsync(1, views).ok());
+  std::thread t([&] {
+    second_called = true;
+    Status st = saver->SaveAsync(2, views);
+    // Back-pressure: by the time SaveAsync(2) returns, save 1 has committed.
+    if (!first_committed.load() || !fs::exists(dir_ + "/step-00000001/manifest.json")) {
+      order_ok = false;
+    }
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  });
+  t.join();
+  EXPECT_TRUE(order_ok.load());
+  ASSERT_TRUE(saver->Wait().ok());
+  EXPECT_EQ(ReadW(2), w);
+}
+
+TEST_F(AsyncSaverTest, BackgroundErrorIsReturnedByTheNextCallOnce) {
+  FaultInjectionFs full(DefaultFs());
+  full.FailNth(FsOp::kWrite, 1, ENOSPC);
+  auto saver = MakeSaver(&full);
+  std::vector<float> w(1000, 2.0f);
+  std::vector<TensorView> views = {{"w", DType::kF32, {1000}, {}, {}, w.data()}};
+  ASSERT_TRUE(saver->SaveAsync(1, views).ok());  // fails in the background
+  Status st = saver->SaveAsync(2, views);
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted) << st.ToString();
+  EXPECT_NE(st.message().find("background save of step 1"), std::string::npos) << st.ToString();
+  EXPECT_FALSE(fs::exists(dir_ + "/step-00000002"));  // the reporting call started nothing
+  ASSERT_TRUE(saver->SaveAsync(2, views).ok());       // reported once; now it proceeds
+  ASSERT_TRUE(saver->Wait().ok());
+  EXPECT_EQ(ReadW(2), w);
+  EXPECT_FALSE(fs::exists(dir_ + "/step-00000001"));
+}
+
+TEST_F(AsyncSaverTest, WaitReportsTheError) {
+  FaultInjectionFs full(DefaultFs());
+  full.FailNth(FsOp::kSync, 1, EIO);
+  auto saver = MakeSaver(&full);
+  std::vector<float> w(10, 2.0f);
+  std::vector<TensorView> views = {{"w", DType::kF32, {10}, {}, {}, w.data()}};
+  ASSERT_TRUE(saver->SaveAsync(1, views).ok());
+  Status st = saver->Wait();
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("fsync"), std::string::npos) << st.ToString();
+  EXPECT_TRUE(saver->Wait().ok());
+}
+
+TEST_F(AsyncSaverTest, StagingIsBounded) {
+  AsyncSaverOptions o;
+  o.max_staging_bytes = 8192;
+  auto saver = MakeSaver(nullptr, o);
+  std::vector<float> w(4096);
+  std::vector<TensorView> views = {{"w", DType::kF32, {4096}, {}, {}, w.data()}};
+  Status st = saver->SaveAsync(1, views);
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(st.message().find("16 KiB"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find("8 KiB"), std::string::npos) << st.ToString();
+  std::vector<TensorView> small = {{"w", DType::kF32, {1024}, {}, {}, w.data()}};
+  EXPECT_TRUE(saver->SaveAsync(1, small).ok());
+  EXPECT_TRUE(saver->Wait().ok());
+}
+
+TEST_F(AsyncSaverTest, RanksSaveAsynchronouslyTogether) {
+  const int world = 2;
+  InProcessAgreementGroup group(world);
+  std::vector<std::thread> threads;
+  std::vector<Status> results(world);
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      WriterOptions o;
+      o.dir = dir_;
+      o.rank = r;
+      o.world_size = world;
+      o.agreement = group.ForRank(r);
+      auto writer = CheckpointWriter::Open(o);
+      ASSERT_TRUE(writer.ok());
+      auto saver = AsyncSaver::Create(std::move(*writer));
+      ASSERT_TRUE(saver.ok());
+      std::vector<float> mine(50);
+      for (int step = 1; step <= 2; ++step) {
+        for (int i = 0; i < 50; ++i) mine[i] = static_cast<float>(step * 1000 + r * 50 + i);
+        std::vector<int64_t> off{r * 50}, size{50};
+        std::vector<TensorView> views = {{"w", DType::kF32, {100}, off, size, mine.data()}};
+        Status st = (*saver)->SaveAsync(step, views);
+        if (!st.ok()) results[r] = st;
+      }
+      Status st = (*saver)->Wait();
+      if (!st.ok()) results[r] = st;
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const Status& s : results) ASSERT_TRUE(s.ok()) << s.ToString();
+  std::vector<float> expect(100);
+  for (int i = 0; i < 100; ++i) expect[i] = static_cast<float>(2000 + i);
+  EXPECT_EQ(ReadW(2), expect);
+}
+
+}  // namespace
+}  // namespace railyard::storage

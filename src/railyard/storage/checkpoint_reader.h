@@ -1,0 +1,162 @@
+// Reading checkpoints written by CheckpointWriter (checkpoint.h): load the latest valid step,
+// read any slice of any tensor whatever world size wrote it, list, verify and prune steps.
+//
+//   RY_ASSIGN_OR_RETURN(auto reader, LoadLatest("/lustre/run7/ckpt"));
+//   for (const auto& note : reader->fallback_notes()) log(note);   // newer steps skipped, why
+//   std::vector<float> mine(rows * cols);
+//   RY_RETURN_IF_ERROR(reader->ReadSlice("layer0.weight", {rank * rows, 0}, {rows, cols},
+//                                        mine.data(), mine.size() * sizeof(float)));
+//
+// Checksums: every piece's XXH3 is checked when its bytes are read. LoadLatest (and Open with
+// verify_on_open) read every piece once up front so that a corrupt or missing shard makes
+// the load fall back to the previous committed step instead of failing mid-way through a
+// restore; later ReadSlice calls then read only the bytes they need. With verify_on_open
+// off, ReadSlice reads whole pieces the first time and checks them (DATA_LOSS on a mismatch).
+// A piece saved by several ranks (a replica) is read from the next replica if one is bad.
+//
+// Errors name the step, the file and the byte range ("step 3: '<dir>/step-00000003/
+// rank-00001.bin' bytes [4096, 8192) (tensor 'w' piece [2:4, 0:512]): checksum ... does not
+// match the manifest's ..."), the tensor (NOT_FOUND) and the dimension (INVALID_ARGUMENT).
+//
+// Thread-safety: a CheckpointReader's const methods may be called concurrently. The free
+// functions are safe to call concurrently on different directories.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "railyard/base/status.h"
+#include "railyard/storage/fs.h"
+#include "railyard/storage/manifest.h"
+
+namespace railyard::storage {
+
+class TaskPool;
+
+struct ReaderOptions {
+  Fs* fs = nullptr;            // not owned; null: DefaultFs()
+  int io_threads = 4;          // parallel extent reads
+  uint64_t extent_bytes = 8 << 20;
+  bool verify_on_open = true;  // read and check every piece before returning from Open
+};
+
+class CheckpointReader {
+ public:
+  // Opens committed step `step` of `dir`. Checks the manifest, that its step matches, and
+  // that every shard exists and is long enough; with options.verify_on_open every checksum.
+  // NOT_FOUND when the step does not exist or has no manifest (an incomplete save),
+  // INVALID_ARGUMENT for a bad manifest, DATA_LOSS for missing, short or corrupt shards.
+  static Result<std::unique_ptr<CheckpointReader>> Open(const std::string& dir, int64_t step,
+                                                        const ReaderOptions& options = {});
+  ~CheckpointReader();
+
+  int64_t step() const { return manifest_.step; }
+  const Manifest& manifest() const { return manifest_; }
+  const std::string& step_dir() const { return step_dir_; }
+  // One line per newer step that LoadLatest skipped, with the reason.
+  const std::vector<std::string>& fallback_notes() const { return fallback_notes_; }
+
+  // Copies the block [offsets, offsets + sizes) of `tensor`, row-major, into `out`, which
+  // holds `out_bytes` == ElementCount(sizes) * DTypeSize bytes. NOT_FOUND naming an unknown
+  // tensor; INVALID_ARGUMENT naming the dimension of a slice out of bounds or of the wrong
+  // rank; DATA_LOSS naming the file and extent of a bad piece without a good replica.
+  Status ReadSlice(std::string_view tensor, std::span<const int64_t> offsets,
+                   std::span<const int64_t> sizes, void* out, size_t out_bytes) const;
+
+  // The whole tensor.
+  Result<std::vector<uint8_t>> ReadTensor(std::string_view tensor) const;
+
+  // Reads every piece and checks its checksum. DATA_LOSS for the first extent of a tensor
+  // without a good replica. Bad replicas covered by a good one are appended to `warnings`.
+  Status VerifyAll(std::vector<std::string>* warnings = nullptr,
+                   uint64_t* bytes_read = nullptr) const;
+
+ private:
+  friend Result<std::unique_ptr<CheckpointReader>> LoadLatest(const std::string&,
+                                                              const ReaderOptions&);
+  struct Extent {
+    std::vector<size_t> replicas;  // indexes into manifest_.pieces
+  };
+  CheckpointReader() = default;
+  Status CheckFiles() const;
+  Result<const ReadableFile*> File(const std::string& name) const;
+  Status VerifyPiece(size_t index) const;
+  Status ReadIntersection(size_t piece, std::span<const int64_t> offsets,
+                          std::span<const int64_t> sizes, uint8_t* out) const;
+  Status ReadRange(const ReadableFile& file, uint64_t offset, uint64_t n, uint8_t* out) const;
+  std::string PieceWhere(size_t index) const;
+
+  Fs* fs_ = nullptr;
+  ReaderOptions options_;
+  std::string step_dir_;
+  Manifest manifest_;
+  std::map<std::string, std::vector<Extent>, std::less<>> extents_;  // by tensor
+  std::unique_ptr<std::atomic<bool>[]> verified_;                    // by piece
+  std::unique_ptr<TaskPool> pool_;
+  mutable std::mutex files_mu_;
+  mutable std::map<std::string, std::unique_ptr<ReadableFile>> files_;
+  std::vector<std::string> fallback_notes_;
+};
+
+// The newest committed step of `dir` that opens (and, with verify_on_open, verifies); newer
+// steps that fail are skipped and described in fallback_notes() (and logged as warnings).
+// NOT_FOUND when `dir` does not exist or holds no step directory; DATA_LOSS listing each
+// step's problem when none is valid.
+Result<std::unique_ptr<CheckpointReader>> LoadLatest(const std::string& dir,
+                                                     const ReaderOptions& options = {});
+
+// Committed-looking step directories (step-<N>) of `dir`, ascending.
+Result<std::vector<int64_t>> ListStepDirs(Fs& fs, const std::string& dir);
+
+enum class StepState { kCommitted, kIncomplete, kCorrupt };
+std::string_view StepStateName(StepState state);  // "committed", "incomplete", "corrupt"
+
+struct StepInfo {
+  int64_t step = -1;
+  StepState state = StepState::kIncomplete;
+  uint64_t bytes = 0;       // sum of the files in the step directory
+  int world_size = 0;       // from the manifest; 0 when unknown
+  std::string path;
+  std::string detail;       // why incomplete or corrupt
+  bool latest = false;      // the `latest` file names this step
+};
+
+// Every step of `dir`, ascending: committed (manifest valid, shards present and long enough,
+// and with `verify` every checksum right), incomplete (.tmp-step-<N>, or no manifest),
+// corrupt (bad manifest, missing or short shard, or with `verify` a checksum mismatch).
+Result<std::vector<StepInfo>> ListCheckpoints(const std::string& dir, bool verify,
+                                              const ReaderOptions& options = {});
+
+struct VerifyReport {
+  int64_t step = -1;          // the step verified
+  Status status;              // OK, or the first problem (file and extent)
+  std::vector<std::string> warnings;  // bad replicas covered by good ones
+  std::optional<int64_t> fallback_step;  // when not OK: the newest older step that verifies
+  uint64_t bytes_verified = 0;
+};
+
+// Verifies every checksum of `step`, or of the newest step directory (the one LoadLatest
+// would try first) when absent. The result is an error only when there is nothing to verify
+// (no such directory or step); a corrupt step is reported in VerifyReport::status.
+Result<VerifyReport> VerifyCheckpoint(const std::string& dir, std::optional<int64_t> step,
+                                      const ReaderOptions& options = {});
+
+// Keeps the newest `keep_last` committed steps and the newest valid one, and removes the
+// other committed steps (each renamed to .tmp-delete-step-<N> first, so a crash never leaves
+// a half-deleted step that looks committed). `known_valid_step` (>= 0) is a step the caller
+// knows to be valid (the writer's just-committed step); otherwise the newest valid step is
+// found by verifying from the newest down. keep_last <= 0 removes nothing. Returns the
+// removed steps.
+Result<std::vector<int64_t>> ApplyRetention(const std::string& dir, int keep_last,
+                                            int64_t known_valid_step = -1,
+                                            const ReaderOptions& options = {});
+
+}  // namespace railyard::storage

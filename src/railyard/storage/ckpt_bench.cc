@@ -1,0 +1,300 @@
+#include "railyard/storage/ckpt_bench.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "railyard/base/files.h"
+#include "railyard/storage/agreement.h"
+#include "railyard/storage/async_saver.h"
+#include "railyard/storage/checkpoint.h"
+#include "railyard/storage/checkpoint_reader.h"
+#include "railyard/storage/fs.h"
+
+namespace railyard::storage {
+namespace {
+
+using base::Clock;
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+// Child side: runs one rank, reporting "save <s> <stall_s>" per step, "written", then after
+// the parent's go byte "read <s>", or "error <message>". Returns the exit code.
+int RunRank(const CkptBenchOptions& o, int rank, int report_fd, int go_fd) {
+  auto report = [&](const std::string& line) {
+    std::string l = line + "\n";
+    return base::WriteAll(report_fd, l, "bench report pipe").ok();
+  };
+  auto fail = [&](const Status& s) {
+    report("error " + s.message());
+    return 1;
+  };
+  const int64_t elems = static_cast<int64_t>(o.total_bytes / 4 / o.ranks / o.tensors);
+  std::vector<std::vector<float>> rows(o.tensors, std::vector<float>(elems));
+  uint64_t x = 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(rank + 1);
+  for (auto& row : rows) {
+    for (auto& v : row) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;  // xorshift64: fast, not compressible
+      v = static_cast<float>(x >> 40);
+    }
+  }
+  std::vector<TensorView> views;
+  for (int t = 0; t < o.tensors; ++t) {
+    views.push_back(TensorView{.name = fmt::format("layer{}.weight", t),
+                               .dtype = DType::kF32,
+                               .shape = {o.ranks, elems},
+                               .offsets = {rank, 0},
+                               .sizes = {1, elems},
+                               .data = rows[t].data()});
+  }
+  auto agreement = FileAgreement::Create(DefaultFs(), o.dir, "bench", rank, o.ranks);
+  if (!agreement.ok()) return fail(agreement.status());
+  WriterOptions wo;
+  wo.dir = o.dir;
+  wo.rank = rank;
+  wo.world_size = o.ranks;
+  wo.agreement = agreement->get();
+  wo.direct_io = o.direct_io;
+  auto writer = CheckpointWriter::Open(wo);
+  if (!writer.ok()) return fail(writer.status());
+  std::unique_ptr<AsyncSaver> saver;
+  std::unique_ptr<CheckpointWriter> sync_writer;
+  if (o.async_save) {
+    auto s = AsyncSaver::Create(std::move(*writer));
+    if (!s.ok()) return fail(s.status());
+    saver = std::move(*s);
+  } else {
+    sync_writer = std::move(*writer);
+  }
+  for (int step = 1; step <= o.steps; ++step) {
+    auto start = Clock::now();
+    Status st;
+    double stall = 0;
+    if (saver) {
+      st = saver->SaveAsync(step, views);
+      stall = base::SecondsSince(start);
+      if (st.ok()) st = saver->Wait();
+    } else {
+      st = sync_writer->Save(step, views);
+      stall = base::SecondsSince(start);
+    }
+    if (!st.ok()) return fail(st.WithContext(fmt::format("step {}", step)));
+    if (!report(fmt::format("save {:.9f} {:.9f}", base::SecondsSince(start), stall))) return 1;
+  }
+  if (!report("written")) return 1;
+  char go = 0;
+  if (::read(go_fd, &go, 1) != 1) return 1;  // parent gone
+  auto start = Clock::now();
+  ReaderOptions ro;
+  ro.verify_on_open = false;  // ReadSlice verifies what it reads
+  auto reader = LoadLatest(o.dir, ro);
+  if (!reader.ok()) return fail(reader.status());
+  std::vector<float> back(elems);
+  const std::vector<int64_t> offsets = {rank, 0}, sizes = {1, elems};
+  for (int t = 0; t < o.tensors; ++t) {
+    Status st = (*reader)->ReadSlice(views[t].name, offsets, sizes, back.data(),
+                                     back.size() * sizeof(float));
+    if (!st.ok()) return fail(st);
+    if (std::memcmp(back.data(), rows[t].data(), back.size() * sizeof(float)) != 0) {
+      return fail(DataLoss("rank {}: {} read back differs from what was saved", rank,
+                           views[t].name));
+    }
+  }
+  report(fmt::format("read {:.9f}", base::SecondsSince(start)));
+  return 0;
+}
+
+struct RankProc {
+  pid_t pid = -1;
+  base::UniqueFd report;  // parent reads
+  base::UniqueFd go;      // parent writes
+  std::string buffer;
+  std::vector<double> save_s, stall_s;
+  double read_s = 0;
+  bool written = false, done = false;
+  std::string error;
+};
+
+bool DropCaches() {
+  ::sync();
+  FILE* f = std::fopen("/proc/sys/vm/drop_caches", "w");
+  if (f == nullptr) return false;
+  bool ok = std::fputs("3\n", f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
+
+}  // namespace
+
+Result<CkptBenchResult> RunCkptBench(const CkptBenchOptions& o) {
+  if (o.ranks < 1 || o.ranks > 256) return InvalidArgument("--ranks {}: expected 1 to 256", o.ranks);
+  if (o.steps < 1) return InvalidArgument("--steps {}: expected at least 1", o.steps);
+  if (o.tensors < 1) return InvalidArgument("tensors {}: expected at least 1", o.tensors);
+  if (o.total_bytes < uint64_t{4} * o.ranks * o.tensors * 1024) {
+    return InvalidArgument("--size {} bytes is too small for {} ranks x {} tensors (at least 4 KiB "
+                           "per rank and tensor)",
+                           o.total_bytes, o.ranks, o.tensors);
+  }
+  if (o.dir.empty()) return InvalidArgument("--dir is required");
+  std::error_code ec;
+  if (std::filesystem::exists(o.dir, ec) && !std::filesystem::is_empty(o.dir, ec)) {
+    return InvalidArgument("--dir '{}' is not empty; the benchmark writes into a fresh directory "
+                           "and removes it afterwards",
+                           o.dir);
+  }
+  RY_RETURN_IF_ERROR(base::MakeDirs(o.dir));
+  std::vector<RankProc> procs(o.ranks);
+  for (int r = 0; r < o.ranks; ++r) {
+    int rep[2], go[2];
+    if (::pipe2(rep, O_CLOEXEC) != 0 || ::pipe2(go, O_CLOEXEC) != 0) {
+      return ErrnoStatus(errno, "bench ckpt: pipe");
+    }
+    pid_t pid = ::fork();
+    if (pid < 0) return ErrnoStatus(errno, "bench ckpt: fork");
+    if (pid == 0) {
+      ::close(rep[0]);
+      ::close(go[1]);
+      std::_Exit(RunRank(o, r, rep[1], go[0]));
+    }
+    ::close(rep[1]);
+    ::close(go[0]);
+    procs[r].pid = pid;
+    procs[r].report.Reset(rep[0]);
+    procs[r].go.Reset(go[1]);
+  }
+  // Kill every rank on any early return.
+  struct Reaper {
+    std::vector<RankProc>* procs;
+    ~Reaper() {
+      for (auto& p : *procs) {
+        if (p.pid > 0) {
+          ::kill(p.pid, SIGKILL);
+          ::waitpid(p.pid, nullptr, 0);
+        }
+      }
+    }
+  } reaper{&procs};
+  auto cleanup = [&] { std::filesystem::remove_all(o.dir, ec); };
+
+  const base::Deadline deadline = base::Deadline::After(o.timeout);
+  CkptBenchResult result;
+  bool read_phase = false;
+  auto all = [&](auto pred) {
+    return std::all_of(procs.begin(), procs.end(), pred);
+  };
+  while (!all([](const RankProc& p) { return p.done; })) {
+    if (!read_phase && all([](const RankProc& p) { return p.written; })) {
+      read_phase = true;
+      if (::geteuid() == 0 && DropCaches()) {
+        result.notes.push_back("page cache dropped before the read phase");
+      } else {
+        result.notes.push_back("page cache not dropped (needs root): reads may come from memory");
+      }
+      for (auto& p : procs) {
+        char go = 1;
+        if (::write(p.go.get(), &go, 1) != 1) return Internal("bench ckpt: cannot start reads");
+      }
+    }
+    std::vector<pollfd> fds;
+    for (auto& p : procs) fds.push_back({p.report.valid() ? p.report.get() : -1, POLLIN, 0});
+    int n = ::poll(fds.data(), fds.size(), deadline.PollTimeoutMs());
+    if (n == 0) {
+      cleanup();
+      for (int r = 0; r < o.ranks; ++r) {
+        if (!procs[r].done) {
+          return DeadlineExceeded("bench ckpt: rank {} did not finish within the timeout", r);
+        }
+      }
+    }
+    if (n < 0 && errno != EINTR) return ErrnoStatus(errno, "bench ckpt: poll");
+    for (int r = 0; r < o.ranks; ++r) {
+      RankProc& p = procs[r];
+      if (!(fds[r].revents & (POLLIN | POLLHUP))) continue;
+      char buf[4096];
+      ssize_t got = ::read(p.report.get(), buf, sizeof buf);
+      if (got > 0) {
+        p.buffer.append(buf, static_cast<size_t>(got));
+      }
+      size_t nl;
+      while ((nl = p.buffer.find('\n')) != std::string::npos) {
+        std::string line = p.buffer.substr(0, nl);
+        p.buffer.erase(0, nl + 1);
+        std::istringstream in(line);
+        std::string word;
+        in >> word;
+        if (word == "save") {
+          double s = 0, stall = 0;
+          in >> s >> stall;
+          p.save_s.push_back(s);
+          p.stall_s.push_back(stall);
+        } else if (word == "written") {
+          p.written = true;
+        } else if (word == "read") {
+          in >> p.read_s;
+        } else if (word == "error") {
+          p.error = line.substr(6);
+        }
+      }
+      if (got <= 0) {
+        p.report.Reset();
+        int status = 0;
+        ::waitpid(p.pid, &status, 0);
+        p.pid = -1;
+        p.done = true;
+        if (!p.error.empty() || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+          cleanup();
+          std::string why = !p.error.empty() ? p.error
+                            : WIFSIGNALED(status)
+                                ? fmt::format("killed by signal {}", WTERMSIG(status))
+                                : fmt::format("exited with {}", WEXITSTATUS(status));
+          return Internal("bench ckpt: rank {} failed: {}", r, why);
+        }
+      }
+    }
+  }
+  std::vector<double> save, stall;
+  for (int s = 0; s < o.steps; ++s) {
+    double worst = 0, worst_stall = 0;
+    for (const auto& p : procs) {
+      if (static_cast<int>(p.save_s.size()) <= s) return Internal("bench ckpt: missing step data");
+      worst = std::max(worst, p.save_s[s]);
+      worst_stall = std::max(worst_stall, p.stall_s[s]);
+    }
+    save.push_back(worst);
+    stall.push_back(worst_stall);
+  }
+  double read = 0;
+  for (const auto& p : procs) read = std::max(read, p.read_s);
+  const int64_t elems = static_cast<int64_t>(o.total_bytes / 4 / o.ranks / o.tensors);
+  result.bytes = static_cast<uint64_t>(elems) * 4 * o.ranks * o.tensors;
+  result.ranks = o.ranks;
+  result.steps = o.steps;
+  result.save_ms = Median(save) * 1e3;
+  result.stall_ms = Median(stall) * 1e3;
+  result.write_gbps = result.save_ms > 0 ? result.bytes / (result.save_ms / 1e3) / 1e9 : 0;
+  result.read_gbps = read > 0 ? result.bytes / read / 1e9 : 0;
+  cleanup();
+  return result;
+}
+
+nlohmann::json ToJson(const CkptBenchResult& r) {
+  return {{"write_gbps", r.write_gbps}, {"read_gbps", r.read_gbps}, {"save_ms", r.save_ms},
+          {"stall_ms", r.stall_ms},     {"bytes", r.bytes},         {"ranks", r.ranks},
+          {"steps", r.steps},           {"notes", r.notes}};
+}
+
+}  // namespace railyard::storage

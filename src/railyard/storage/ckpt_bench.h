@@ -1,0 +1,59 @@
+// `railyard bench ckpt`: K successive checkpoints of random tensors written by R rank
+// processes, then read back, with write and read throughput and (with async saves) the
+// training thread's stall.
+//
+// Each rank is a forked process with its own CheckpointWriter; the ranks agree through a
+// FileAgreement in the checkpoint directory, as ranks on a shared file system would. The
+// state is `tensors` F32 tensors of global shape [R, E], rank r owning row r, so the total is
+// `total_bytes`. Between the write and the read phase the page cache is dropped when running
+// as root (otherwise the read measures memory, which the result notes).
+//
+// Figures: a checkpoint's save time is the slowest rank's Save (or SaveAsync + Wait);
+// save_ms is the median over the K steps and write_gbps = total_bytes / that median. The
+// stall is SaveAsync's duration (= the save for synchronous saves). read_gbps = total bytes /
+// the slowest rank's time to open the latest checkpoint and read (and verify) its rows.
+//
+// Thread-safety: call from a single-threaded process (it forks).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "railyard/base/clock.h"
+#include "railyard/base/status.h"
+
+namespace railyard::storage {
+
+struct CkptBenchOptions {
+  int ranks = 2;
+  uint64_t total_bytes = uint64_t{1} << 30;
+  std::string dir;          // a directory to create; must not exist or be empty
+  int steps = 3;
+  bool async_save = false;
+  bool direct_io = false;
+  int tensors = 8;
+  base::Duration timeout = std::chrono::minutes(10);  // for the whole run
+};
+
+struct CkptBenchResult {
+  double write_gbps = 0;
+  double read_gbps = 0;
+  double save_ms = 0;
+  double stall_ms = 0;
+  uint64_t bytes = 0;  // per checkpoint
+  int ranks = 0;
+  int steps = 0;
+  std::vector<std::string> notes;
+};
+
+// INVALID_ARGUMENT for bad options; the first rank failure (naming the rank) otherwise.
+// Removes what it wrote under `dir` before returning.
+Result<CkptBenchResult> RunCkptBench(const CkptBenchOptions& options);
+
+// {"write_gbps", "read_gbps", "save_ms", "stall_ms", "bytes", "ranks", "steps", "notes"}.
+nlohmann::json ToJson(const CkptBenchResult& result);
+
+}  // namespace railyard::storage

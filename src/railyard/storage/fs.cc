@@ -1,0 +1,443 @@
+#include "railyard/storage/fs.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <utility>
+
+#include "railyard/base/files.h"
+#include "railyard/base/logging.h"
+
+namespace railyard::storage {
+namespace {
+
+const base::Logger kLog("ckpt");
+
+class PosixWritableFile final : public WritableFile {
+ public:
+  PosixWritableFile(base::UniqueFd fd, std::string path, bool direct)
+      : fd_(std::move(fd)), path_(std::move(path)), direct_(direct) {}
+
+  const std::string& path() const override { return path_; }
+  bool direct() const override { return direct_.load(); }
+
+  Status PWrite(uint64_t offset, const void* data, size_t n) override {
+    const auto* p = static_cast<const uint8_t*>(data);
+    size_t done = 0;
+    bool retried_buffered = false;
+    while (done < n) {
+      ssize_t w = ::pwrite(fd_.get(), p + done, n - done, static_cast<off_t>(offset + done));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        // Some file systems accept O_DIRECT at open and refuse it per write; fall back once.
+        if (errno == EINVAL && direct_.load() && !retried_buffered) {
+          retried_buffered = true;
+          if (DropDirect()) continue;
+        }
+        return ErrnoStatus(errno, fmt::format("write to '{}' at bytes [{}, {})", path_,
+                                              offset + done, offset + n));
+      }
+      if (w == 0) {
+        return Internal("write to '{}' at byte {} wrote nothing", path_, offset + done);
+      }
+      done += static_cast<size_t>(w);
+    }
+    return Status::Ok();
+  }
+
+  Status Write(std::string_view data) override {
+    Status st = PWrite(append_offset_, data.data(), data.size());
+    if (st.ok()) append_offset_ += data.size();
+    return st;
+  }
+
+  Status Sync() override {
+    if (::fsync(fd_.get()) != 0) return ErrnoStatus(errno, fmt::format("fsync of '{}'", path_));
+    return Status::Ok();
+  }
+
+  Status Close() override {
+    if (!fd_.valid()) return Status::Ok();
+    // close() is where NFS and some parallel file systems report deferred write errors.
+    if (::close(fd_.Release()) != 0) {
+      return ErrnoStatus(errno, fmt::format("close of '{}'", path_));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  bool DropDirect() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!direct_.load()) return true;
+    int flags = ::fcntl(fd_.get(), F_GETFL);
+    if (flags < 0 || ::fcntl(fd_.get(), F_SETFL, flags & ~O_DIRECT) != 0) return false;
+    direct_.store(false);
+    kLog.Info("O_DIRECT write refused for '{}' (EINVAL); continuing with buffered I/O", path_);
+    return true;
+  }
+
+  base::UniqueFd fd_;
+  std::string path_;
+  std::atomic<bool> direct_;
+  std::mutex mu_;
+  uint64_t append_offset_ = 0;
+};
+
+class PosixReadableFile final : public ReadableFile {
+ public:
+  PosixReadableFile(base::UniqueFd fd, std::string path)
+      : fd_(std::move(fd)), path_(std::move(path)) {}
+
+  const std::string& path() const override { return path_; }
+
+  Result<uint64_t> Size() const override {
+    struct stat st;
+    if (::fstat(fd_.get(), &st) != 0) return ErrnoStatus(errno, fmt::format("stat '{}'", path_));
+    return static_cast<uint64_t>(st.st_size);
+  }
+
+  Status PRead(uint64_t offset, void* out, size_t n) const override {
+    auto* p = static_cast<uint8_t*>(out);
+    size_t done = 0;
+    while (done < n) {
+      ssize_t r = ::pread(fd_.get(), p + done, n - done, static_cast<off_t>(offset + done));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus(errno, fmt::format("read of '{}' at bytes [{}, {})", path_,
+                                              offset + done, offset + n));
+      }
+      if (r == 0) {
+        return DataLoss("'{}' ends at byte {}, expected bytes [{}, {}) (truncated file)", path_,
+                        offset + done, offset, offset + n);
+      }
+      done += static_cast<size_t>(r);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  base::UniqueFd fd_;
+  std::string path_;
+};
+
+class PosixFs final : public Fs {
+ public:
+  explicit PosixFs(std::shared_ptr<LayoutHook> hook) : hook_(std::move(hook)) {}
+
+  Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path,
+                                                         const OpenOptions& options) override {
+    if (options.data_file && hook_) {
+      Status st = hook_->PrepareFile(path, options.mode);
+      if (!st.ok()) {
+        kLog.Warn("cannot set the layout of '{}', using the file system default: {}", path,
+                  st.ToString());
+      }
+    }
+    int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+    bool direct = options.direct;
+    int fd = ::open(path.c_str(), flags | (direct ? O_DIRECT : 0), options.mode);
+    if (fd < 0 && direct && errno == EINVAL) {
+      // tmpfs and some FUSE file systems have no O_DIRECT: not an error, just slower.
+      kLog.Info("O_DIRECT refused for '{}' (EINVAL); using buffered I/O", path);
+      direct = false;
+      fd = ::open(path.c_str(), flags, options.mode);
+    }
+    if (fd < 0) return ErrnoStatus(errno, fmt::format("cannot create '{}'", path));
+    return std::unique_ptr<WritableFile>(
+        std::make_unique<PosixWritableFile>(base::UniqueFd(fd), path, direct));
+  }
+
+  Result<std::unique_ptr<ReadableFile>> NewReadableFile(const std::string& path) override {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return ErrnoStatus(errno, fmt::format("cannot open '{}'", path));
+    return std::unique_ptr<ReadableFile>(
+        std::make_unique<PosixReadableFile>(base::UniqueFd(fd), path));
+  }
+
+  Status CreateDir(const std::string& path) override {
+    if (::mkdir(path.c_str(), 0755) == 0) return Status::Ok();
+    int err = errno;
+    struct stat st;
+    if (err == EEXIST && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      return Status::Ok();
+    }
+    return ErrnoStatus(err, fmt::format("cannot create directory '{}'", path));
+  }
+
+  Status Rename(const std::string& from, const std::string& to) override {
+    if (::rename(from.c_str(), to.c_str()) != 0) {
+      return ErrnoStatus(errno, fmt::format("rename '{}' -> '{}'", from, to));
+    }
+    return Status::Ok();
+  }
+
+  Status RemoveFile(const std::string& path) override {
+    if (::unlink(path.c_str()) != 0) return ErrnoStatus(errno, fmt::format("remove '{}'", path));
+    return Status::Ok();
+  }
+
+  Status RemoveDir(const std::string& path) override {
+    if (::rmdir(path.c_str()) != 0) {
+      return ErrnoStatus(errno, fmt::format("remove directory '{}'", path));
+    }
+    return Status::Ok();
+  }
+
+  Result<std::vector<DirEntry>> ListDir(const std::string& dir) override {
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) return ErrnoStatus(errno, fmt::format("cannot list directory '{}'", dir));
+    std::vector<DirEntry> out;
+    errno = 0;
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      bool is_dir = e->d_type == DT_DIR;
+      if (e->d_type == DT_UNKNOWN) {  // some file systems (XFS without ftype, NFS) omit it
+        struct stat st;
+        is_dir = ::lstat((dir + "/" + name).c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+      }
+      out.push_back({std::move(name), is_dir});
+    }
+    int err = errno;
+    ::closedir(d);
+    if (err != 0) return ErrnoStatus(err, fmt::format("cannot list directory '{}'", dir));
+    return out;
+  }
+
+  Result<FsStats> StatFs(const std::string& path) override {
+    struct statfs s;
+    if (::statfs(path.c_str(), &s) != 0) {
+      return ErrnoStatus(errno, fmt::format("statfs '{}'", path));
+    }
+    FsStats out;
+    out.type = static_cast<uint64_t>(s.f_type);
+    out.block_size = static_cast<uint64_t>(s.f_bsize);
+    out.total_bytes = static_cast<uint64_t>(s.f_blocks) * out.block_size;
+    out.free_bytes = static_cast<uint64_t>(s.f_bavail) * out.block_size;
+    return out;
+  }
+
+  Status SyncDir(const std::string& dir) override { return base::FsyncDirectory(dir); }
+
+  Result<uint64_t> FileSize(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return ErrnoStatus(errno, fmt::format("stat '{}'", path));
+    return static_cast<uint64_t>(st.st_size);
+  }
+
+  bool Exists(const std::string& path) override { return base::PathExists(path); }
+
+ private:
+  std::shared_ptr<LayoutHook> hook_;
+};
+
+// Wraps a base file so its writes and syncs pass through the fault-injection hook.
+class FaultWritableFile final : public WritableFile {
+ public:
+  FaultWritableFile(FaultInjectionFs* fs, std::unique_ptr<WritableFile> base)
+      : fs_(fs), base_(std::move(base)) {}
+  const std::string& path() const override { return base_->path(); }
+  bool direct() const override { return base_->direct(); }
+  Status PWrite(uint64_t offset, const void* data, size_t n) override {
+    RY_RETURN_IF_ERROR(fs_->Intercept(FsOp::kWrite, path()));
+    return base_->PWrite(offset, data, n);
+  }
+  Status Write(std::string_view data) override {
+    RY_RETURN_IF_ERROR(fs_->Intercept(FsOp::kWrite, path()));
+    return base_->Write(data);
+  }
+  Status Sync() override {
+    RY_RETURN_IF_ERROR(fs_->Intercept(FsOp::kSync, path()));
+    return base_->Sync();
+  }
+  Status Close() override { return base_->Close(); }
+
+ private:
+  FaultInjectionFs* fs_;
+  std::unique_ptr<WritableFile> base_;
+};
+
+std::atomic<uint64_t> g_atomic_counter{0};
+
+}  // namespace
+
+Fs* DefaultFs() {
+  static Fs* fs = new PosixFs(nullptr);  // never destroyed: usable from static destructors
+  return fs;
+}
+
+std::unique_ptr<Fs> NewPosixFs(std::shared_ptr<LayoutHook> hook) {
+  return std::make_unique<PosixFs>(std::move(hook));
+}
+
+std::string ParentDir(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+Status MakeDirs(Fs& fs, const std::string& dir) {
+  if (dir.empty() || fs.Exists(dir)) {
+    return Status::Ok();
+  }
+  std::string parent = ParentDir(dir);
+  if (parent != dir && parent != "." && parent != "/") RY_RETURN_IF_ERROR(MakeDirs(fs, parent));
+  return fs.CreateDir(dir);
+}
+
+Status RemoveTree(Fs& fs, const std::string& path) {
+  if (!fs.Exists(path)) return Status::Ok();
+  auto entries = fs.ListDir(path);
+  if (!entries.ok()) {
+    // Not a directory (or a symlink to one): remove it as a file.
+    Status st = fs.RemoveFile(path);
+    if (st.ok() || st.code() == StatusCode::kNotFound) return Status::Ok();
+    return st;
+  }
+  for (const DirEntry& e : *entries) {
+    std::string child = path + "/" + e.name;
+    if (e.is_dir) {
+      RY_RETURN_IF_ERROR(RemoveTree(fs, child));
+    } else {
+      Status st = fs.RemoveFile(child);
+      if (!st.ok() && st.code() != StatusCode::kNotFound) return st;
+    }
+  }
+  Status st = fs.RemoveDir(path);
+  if (!st.ok() && st.code() != StatusCode::kNotFound) return st;
+  return Status::Ok();
+}
+
+Result<std::string> ReadWholeFile(Fs& fs, const std::string& path) {
+  RY_ASSIGN_OR_RETURN(std::unique_ptr<ReadableFile> file, fs.NewReadableFile(path));
+  RY_ASSIGN_OR_RETURN(uint64_t size, file->Size());
+  std::string out(size, '\0');
+  RY_RETURN_IF_ERROR(file->PRead(0, out.data(), out.size()));
+  return out;
+}
+
+Status WriteFileAtomic(Fs& fs, const std::string& path, std::string_view data) {
+  const std::string tmp =
+      fmt::format("{}.tmp.{}.{}", path, ::getpid(), g_atomic_counter.fetch_add(1));
+  auto attempt = [&]() -> Status {
+    RY_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs.NewWritableFile(tmp, {}));
+    RY_RETURN_IF_ERROR(file->Write(data));
+    RY_RETURN_IF_ERROR(file->Sync());
+    RY_RETURN_IF_ERROR(file->Close());
+    return fs.Rename(tmp, path);
+  };
+  Status st = attempt();
+  if (!st.ok()) {
+    fs.RemoveFile(tmp).IgnoreError();  // best effort; RemoveStaleTempFiles catches the rest
+    return st;
+  }
+  return fs.SyncDir(ParentDir(path));
+}
+
+// ---- FaultInjectionFs ----
+
+std::string_view FsOpName(FsOp op) {
+  switch (op) {
+    case FsOp::kCreate: return "create";
+    case FsOp::kWrite: return "write";
+    case FsOp::kSync: return "fsync";
+    case FsOp::kRename: return "rename";
+    case FsOp::kRemove: return "remove";
+    case FsOp::kMkdir: return "mkdir";
+    case FsOp::kSyncDir: return "fsync-dir";
+  }
+  return "?";
+}
+
+void FaultInjectionFs::FailNth(FsOp op, uint64_t n, int err) {
+  auto count = std::make_shared<std::atomic<uint64_t>>(0);
+  hook_ = [op, n, err, count](const FsOpInfo& info) -> Status {
+    if (info.op != op) return Status::Ok();
+    if (count->fetch_add(1) + 1 != n) return Status::Ok();
+    return ErrnoStatus(err, fmt::format("{} of '{}' (injected)", FsOpName(op), info.path));
+  };
+}
+
+Status FaultInjectionFs::Intercept(FsOp op, const std::string& path) {
+  uint64_t seq = seq_.fetch_add(1) + 1;
+  if (!hook_) return Status::Ok();
+  return hook_(FsOpInfo{op, path, seq});
+}
+
+Result<std::unique_ptr<WritableFile>> FaultInjectionFs::NewWritableFile(
+    const std::string& path, const OpenOptions& options) {
+  RY_RETURN_IF_ERROR(Intercept(FsOp::kCreate, path));
+  RY_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, base_->NewWritableFile(path, options));
+  return std::unique_ptr<WritableFile>(std::make_unique<FaultWritableFile>(this, std::move(file)));
+}
+
+Status FaultInjectionFs::CreateDir(const std::string& path) {
+  RY_RETURN_IF_ERROR(Intercept(FsOp::kMkdir, path));
+  return base_->CreateDir(path);
+}
+
+Status FaultInjectionFs::Rename(const std::string& from, const std::string& to) {
+  RY_RETURN_IF_ERROR(Intercept(FsOp::kRename, from));
+  return base_->Rename(from, to);
+}
+
+Status FaultInjectionFs::RemoveFile(const std::string& path) {
+  RY_RETURN_IF_ERROR(Intercept(FsOp::kRemove, path));
+  return base_->RemoveFile(path);
+}
+
+Status FaultInjectionFs::RemoveDir(const std::string& path) {
+  RY_RETURN_IF_ERROR(Intercept(FsOp::kRemove, path));
+  return base_->RemoveDir(path);
+}
+
+Status FaultInjectionFs::SyncDir(const std::string& dir) {
+  RY_RETURN_IF_ERROR(Intercept(FsOp::kSyncDir, dir));
+  return base_->SyncDir(dir);
+}
+
+// ---- AlignedBuffer ----
+
+AlignedBuffer::AlignedBuffer(AlignedBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      capacity_(std::exchange(other.capacity_, 0)) {}
+
+AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& other) noexcept {
+  if (this != &other) {
+    std::free(data_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    capacity_ = std::exchange(other.capacity_, 0);
+  }
+  return *this;
+}
+
+AlignedBuffer::~AlignedBuffer() { std::free(data_); }
+
+Status AlignedBuffer::Resize(size_t n) {
+  if (n <= capacity_) {
+    size_ = n;
+    return Status::Ok();
+  }
+  size_t cap = AlignUp(n, kDirectIoAlignment);
+  void* p = nullptr;
+  if (::posix_memalign(&p, kDirectIoAlignment, cap) != 0) {
+    return ResourceExhausted("cannot allocate {} bytes of aligned memory", cap);
+  }
+  std::free(data_);
+  data_ = static_cast<uint8_t*>(p);
+  size_ = n;
+  capacity_ = cap;
+  return Status::Ok();
+}
+
+}  // namespace railyard::storage

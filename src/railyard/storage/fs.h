@@ -1,0 +1,235 @@
+// The storage backend: the file operations checkpoints and data shards are built from.
+//
+// In the spirit of LevelDB's Env, everything storage/ does to a file system goes through an
+// `Fs`, so that tests can put a forwarding wrapper in between that fails the Nth write with
+// ENOSPC, or stops the process at the Nth fsync to simulate a crash (FaultInjectionFs), and so
+// that parallel-file-system specifics (Lustre striping) plug in as a `LayoutHook` without the
+// checkpoint code knowing about them.
+//
+//   Fs* fs = DefaultFs();                                   // plain POSIX, no layout hook
+//   auto fs = NewPosixFs(std::make_shared<LustreLayoutHook>(StripeOptions{}));
+//   RY_ASSIGN_OR_RETURN(auto file, fs->NewWritableFile(path, {.direct = true}));
+//   RY_RETURN_IF_ERROR(file->PWrite(0, buf, n));
+//   RY_RETURN_IF_ERROR(file->Sync());
+//
+// Errors are Status values whose message names the path and, for data transfers, the byte
+// range: ENOSPC/EDQUOT come back as RESOURCE_EXHAUSTED, EACCES/EPERM as PERMISSION_DENIED,
+// ENOENT as NOT_FOUND, a read past the end of a file as DATA_LOSS.
+//
+// Thread-safety: Fs methods may be called concurrently. A WritableFile's PWrite may be called
+// concurrently for disjoint ranges; Write, Sync and Close from one thread at a time, after the
+// PWrites finished. A ReadableFile's PRead may be called concurrently.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "railyard/base/status.h"
+
+namespace railyard::storage {
+
+// O_DIRECT transfers must start at, and be a multiple of, this many bytes (the largest
+// logical block size in practice), and their memory must be aligned to it.
+inline constexpr size_t kDirectIoAlignment = 4096;
+
+// Rounds up to a multiple of `alignment` (a power of two).
+constexpr uint64_t AlignUp(uint64_t n, uint64_t alignment) {
+  return (n + alignment - 1) & ~(alignment - 1);
+}
+
+struct OpenOptions {
+  // Ask for O_DIRECT. When the file system refuses it (tmpfs answers EINVAL), the file is
+  // opened buffered instead and WritableFile::direct() says so; this is not an error.
+  bool direct = false;
+  // A large data file (a checkpoint shard): the Fs's LayoutHook, if any, may set its layout
+  // (Lustre striping) before it is created. Small files (manifests, markers) leave it false.
+  bool data_file = false;
+  int mode = 0644;
+};
+
+// A file opened for writing; created, or truncated when it exists. Closing happens on
+// destruction if Close was not called (errors then are lost, so call Close).
+class WritableFile {
+ public:
+  virtual ~WritableFile() = default;
+  virtual const std::string& path() const = 0;
+  // Writes all n bytes at `offset`. With direct(), offset, n and data must be aligned to
+  // kDirectIoAlignment. If the kernel refuses a direct write with EINVAL, the file falls back
+  // to buffered I/O for good (direct() turns false) and the write is retried.
+  virtual Status PWrite(uint64_t offset, const void* data, size_t n) = 0;
+  // Appends at the end of what Write has written so far (starts at 0).
+  virtual Status Write(std::string_view data) = 0;
+  virtual Status Sync() = 0;
+  virtual Status Close() = 0;
+  virtual bool direct() const = 0;
+};
+
+// A file opened for reading.
+class ReadableFile {
+ public:
+  virtual ~ReadableFile() = default;
+  virtual const std::string& path() const = 0;
+  virtual Result<uint64_t> Size() const = 0;
+  // Reads exactly n bytes at `offset`; DATA_LOSS naming the path and range when the file ends
+  // before offset + n.
+  virtual Status PRead(uint64_t offset, void* out, size_t n) const = 0;
+};
+
+struct DirEntry {
+  std::string name;
+  bool is_dir = false;  // false for symlinks, even to directories
+};
+
+struct FsStats {
+  uint64_t type = 0;  // statfs f_type (e.g. 0x0BD00BD0 Lustre, 0x01021994 tmpfs)
+  uint64_t block_size = 0;
+  uint64_t total_bytes = 0;
+  uint64_t free_bytes = 0;  // available to unprivileged users
+};
+
+// Sets the layout of a data file before it is created; see LustreLayoutHook. A failing hook
+// does not fail the write: the file is created with the file system's default layout and a
+// warning is logged, because striping is a tuning, not a correctness, matter.
+class LayoutHook {
+ public:
+  virtual ~LayoutHook() = default;
+  // Called before `path` (not existing yet) is opened for writing. May create it empty.
+  virtual Status PrepareFile(const std::string& path, int mode) = 0;
+};
+
+class Fs {
+ public:
+  virtual ~Fs() = default;
+
+  virtual Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path,
+                                                                 const OpenOptions& options) = 0;
+  virtual Result<std::unique_ptr<ReadableFile>> NewReadableFile(const std::string& path) = 0;
+  // Creates one directory level (mode 0755); OK when a directory is already there.
+  virtual Status CreateDir(const std::string& path) = 0;
+  // rename(2): atomic replacement, also of an empty directory.
+  virtual Status Rename(const std::string& from, const std::string& to) = 0;
+  virtual Status RemoveFile(const std::string& path) = 0;
+  // Removes an empty directory.
+  virtual Status RemoveDir(const std::string& path) = 0;
+  // Entries except "." and "..", in no particular order.
+  virtual Result<std::vector<DirEntry>> ListDir(const std::string& dir) = 0;
+  virtual Result<FsStats> StatFs(const std::string& path) = 0;
+  // fsync of a directory, so creates and renames inside it survive a crash.
+  virtual Status SyncDir(const std::string& dir) = 0;
+  // NOT_FOUND when absent.
+  virtual Result<uint64_t> FileSize(const std::string& path) = 0;
+  virtual bool Exists(const std::string& path) = 0;
+};
+
+// The process-wide plain POSIX backend (no layout hook). Never null; not owned.
+Fs* DefaultFs();
+
+// A POSIX backend that calls `hook` (may be null) before creating data files.
+std::unique_ptr<Fs> NewPosixFs(std::shared_ptr<LayoutHook> hook);
+
+// ---- Helpers over any Fs ----
+
+// Creates `dir` and its missing parents.
+Status MakeDirs(Fs& fs, const std::string& dir);
+
+// Removes a file or a directory tree (does not follow symlinks). OK when absent.
+Status RemoveTree(Fs& fs, const std::string& path);
+
+Result<std::string> ReadWholeFile(Fs& fs, const std::string& path);
+
+// Replaces `path` with `data` so that a crash leaves the old or the new content: writes
+// "<path>.tmp.<pid>.<n>" (the naming base::RemoveStaleTempFiles recognises), fsyncs it, renames
+// it over `path` and fsyncs the directory. The temporary file is removed on failure.
+Status WriteFileAtomic(Fs& fs, const std::string& path, std::string_view data);
+
+// "a/b/c" -> "a/b"; "c" -> "."; "/c" -> "/".
+std::string ParentDir(const std::string& path);
+
+// ---- Fault injection ----
+
+enum class FsOp { kCreate, kWrite, kSync, kRename, kRemove, kMkdir, kSyncDir };
+std::string_view FsOpName(FsOp op);
+
+struct FsOpInfo {
+  FsOp op;
+  std::string path;
+  uint64_t seq = 0;  // 1-based count of mutating operations through this wrapper
+};
+
+// Forwards to `base` (not owned; must outlive it), calling a hook before every mutating
+// operation: creates, writes, syncs, renames, removals and mkdirs. A non-OK status from the
+// hook fails the operation without forwarding it. The hook may also block, or end the
+// process, to simulate a crash at a chosen point. Reads and listings are not intercepted.
+// Thread-safety: as Fs; the hook is called from whichever thread runs the operation, so it
+// must be thread-safe. Set hooks before sharing the object.
+class FaultInjectionFs final : public Fs {
+ public:
+  using Hook = std::function<Status(const FsOpInfo&)>;
+  explicit FaultInjectionFs(Fs* base) : base_(base) {}
+
+  void SetHook(Hook hook) { hook_ = std::move(hook); }
+  // The nth (1-based, counted from this call) operation of kind `op` fails with
+  // ErrnoStatus(err, ...) naming the operation and path; later ones succeed. Replaces the hook.
+  void FailNth(FsOp op, uint64_t n, int err);
+  // Mutating operations seen so far (failed ones included).
+  uint64_t op_count() const { return seq_.load(); }
+
+  Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path,
+                                                         const OpenOptions& options) override;
+  Result<std::unique_ptr<ReadableFile>> NewReadableFile(const std::string& path) override {
+    return base_->NewReadableFile(path);
+  }
+  Status CreateDir(const std::string& path) override;
+  Status Rename(const std::string& from, const std::string& to) override;
+  Status RemoveFile(const std::string& path) override;
+  Status RemoveDir(const std::string& path) override;
+  Result<std::vector<DirEntry>> ListDir(const std::string& dir) override {
+    return base_->ListDir(dir);
+  }
+  Result<FsStats> StatFs(const std::string& path) override { return base_->StatFs(path); }
+  Status SyncDir(const std::string& dir) override;
+  Result<uint64_t> FileSize(const std::string& path) override { return base_->FileSize(path); }
+  bool Exists(const std::string& path) override { return base_->Exists(path); }
+
+  // Used by the wrapped files.
+  Status Intercept(FsOp op, const std::string& path);
+
+ private:
+  Fs* base_;
+  Hook hook_;
+  std::atomic<uint64_t> seq_{0};
+};
+
+// ---- Aligned memory ----
+
+// A heap buffer aligned to kDirectIoAlignment, for O_DIRECT transfers and staging. Move-only.
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  AlignedBuffer(AlignedBuffer&& other) noexcept;
+  AlignedBuffer& operator=(AlignedBuffer&& other) noexcept;
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  ~AlignedBuffer();
+
+  // Makes size() == n; reallocates only when n exceeds the capacity (contents are then lost).
+  // RESOURCE_EXHAUSTED when the allocation fails.
+  Status Resize(size_t n);
+  uint8_t* data() { return data_; }
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  size_t capacity() const { return capacity_; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+};
+
+}  // namespace railyard::storage

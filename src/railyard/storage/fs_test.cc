@@ -1,0 +1,128 @@
+#include "railyard/storage/fs.h"
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+
+#include "railyard/storage/task_pool.h"
+
+namespace railyard::storage {
+namespace {
+
+namespace stdfs = std::filesystem;
+
+class FsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/railyard-fs-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { stdfs::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(FsTest, WriteReadAndAtomicReplace) {
+  Fs& fs = *DefaultFs();
+  ASSERT_TRUE(WriteFileAtomic(fs, dir_ + "/a", "first").ok());
+  ASSERT_TRUE(WriteFileAtomic(fs, dir_ + "/a", "second").ok());
+  EXPECT_EQ(*ReadWholeFile(fs, dir_ + "/a"), "second");
+  auto entries = fs.ListDir(dir_);
+  ASSERT_TRUE(entries.ok());
+  ASSERT_EQ(entries->size(), 1u);  // no temporary file left
+  auto file = fs.NewReadableFile(dir_ + "/a");
+  ASSERT_TRUE(file.ok());
+  char buf[10];
+  Status st = (*file)->PRead(3, buf, 10);
+  EXPECT_EQ(st.code(), StatusCode::kDataLoss);
+  EXPECT_NE(st.message().find("truncated"), std::string::npos) << st.ToString();
+}
+
+TEST_F(FsTest, MakeDirsAndRemoveTree) {
+  Fs& fs = *DefaultFs();
+  ASSERT_TRUE(MakeDirs(fs, dir_ + "/x/y/z").ok());
+  ASSERT_TRUE(MakeDirs(fs, dir_ + "/x/y/z").ok());  // exists: fine
+  ASSERT_TRUE(WriteFileAtomic(fs, dir_ + "/x/y/z/f", "1").ok());
+  ASSERT_TRUE(WriteFileAtomic(fs, dir_ + "/x/g", "2").ok());
+  ASSERT_TRUE(RemoveTree(fs, dir_ + "/x").ok());
+  EXPECT_FALSE(stdfs::exists(dir_ + "/x"));
+  EXPECT_TRUE(RemoveTree(fs, dir_ + "/x").ok());  // absent: fine
+}
+
+TEST_F(FsTest, FailNthInjectsTheErrorOnce) {
+  FaultInjectionFs faulty(DefaultFs());
+  faulty.FailNth(FsOp::kWrite, 2, ENOSPC);
+  auto file = faulty.NewWritableFile(dir_ + "/f", {});
+  ASSERT_TRUE(file.ok());
+  EXPECT_TRUE((*file)->Write("a").ok());
+  Status st = (*file)->Write("b");
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(st.message().find(dir_ + "/f"), std::string::npos) << st.ToString();
+  EXPECT_TRUE((*file)->Write("c").ok());
+  EXPECT_EQ(faulty.op_count(), 4u);  // create + 3 writes
+}
+
+TEST_F(FsTest, HookSeesEveryMutatingOperation) {
+  FaultInjectionFs faulty(DefaultFs());
+  std::vector<FsOp> ops;
+  faulty.SetHook([&](const FsOpInfo& info) {
+    ops.push_back(info.op);
+    return Status::Ok();
+  });
+  ASSERT_TRUE(WriteFileAtomic(faulty, dir_ + "/m", "x").ok());
+  EXPECT_EQ(ops, (std::vector<FsOp>{FsOp::kCreate, FsOp::kWrite, FsOp::kSync, FsOp::kRename,
+                                    FsOp::kSyncDir}));
+  // A failure at the rename leaves neither the target nor the temporary file.
+  faulty.FailNth(FsOp::kRename, 1, EIO);
+  EXPECT_FALSE(WriteFileAtomic(faulty, dir_ + "/n", "x").ok());
+  auto entries = DefaultFs()->ListDir(dir_);
+  ASSERT_EQ(entries->size(), 1u);
+}
+
+TEST_F(FsTest, DirectWritesWithAlignedBuffers) {
+  AlignedBuffer buf;
+  ASSERT_TRUE(buf.Resize(10000).ok());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(buf.data()) % kDirectIoAlignment, 0u);
+  EXPECT_EQ(buf.capacity(), 12288u);
+  uint8_t* before = buf.data();
+  ASSERT_TRUE(buf.Resize(4096).ok());
+  EXPECT_EQ(buf.data(), before);  // shrinking keeps the allocation
+  for (size_t i = 0; i < 4096; ++i) buf.data()[i] = static_cast<uint8_t>(i);
+  OpenOptions o;
+  o.direct = true;
+  auto file = DefaultFs()->NewWritableFile(dir_ + "/d", o);
+  ASSERT_TRUE(file.ok());
+  ASSERT_TRUE((*file)->PWrite(8192, buf.data(), 4096).ok());
+  ASSERT_TRUE((*file)->Sync().ok());
+  ASSERT_TRUE((*file)->Close().ok());
+  EXPECT_EQ(stdfs::file_size(dir_ + "/d"), 12288u);
+}
+
+TEST(TaskPoolTest, RunsAllAndReportsTheFirstError) {
+  TaskPool pool(3);
+  std::atomic<int> ran{0};
+  std::vector<TaskPool::Task> tasks;
+  for (int i = 0; i < 100; ++i) {
+    tasks.push_back([&](int worker) -> Status {
+      EXPECT_GE(worker, 0);
+      EXPECT_LT(worker, 3);
+      ++ran;
+      return Status::Ok();
+    });
+  }
+  EXPECT_TRUE(pool.RunAll(std::move(tasks)).ok());
+  EXPECT_EQ(ran.load(), 100);
+  std::vector<TaskPool::Task> failing;
+  for (int i = 0; i < 10; ++i) {
+    failing.push_back([i](int) { return i == 4 ? Internal("task {}", i) : Status::Ok(); });
+  }
+  Status st = pool.RunAll(std::move(failing));
+  EXPECT_EQ(st.message(), "task 4");
+  EXPECT_TRUE(pool.RunAll({}).ok());
+}
+
+}  // namespace
+}  // namespace railyard::storage
