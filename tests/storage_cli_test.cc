@@ -1,0 +1,113 @@
+// `railyard ckpt` and `railyard data` through the real binary, on checkpoints written with
+// the library: listing, verification (and naming the corrupt file and the fallback step),
+// safetensors export, and clear errors for bad input.
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_harness.h"
+#include "railyard/storage/agreement.h"
+#include "railyard/storage/checkpoint.h"
+
+namespace railyard::testing {
+namespace {
+
+class CkptCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir("ckcli");
+    ASSERT_FALSE(dir_.empty());
+    storage::InProcessAgreementGroup group(1);
+    storage::WriterOptions o;
+    o.dir = dir_;
+    o.agreement = group.ForRank(0);
+    auto writer = storage::CheckpointWriter::Open(o);
+    ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+    for (int64_t step : {10, 20}) {
+      for (size_t i = 0; i < data_.size(); ++i) data_[i] = static_cast<float>(i + step);
+      storage::TensorView v{.name = "w", .dtype = storage::DType::kF32, .shape = {4, 256},
+                            .data = data_.data()};
+      ASSERT_TRUE((*writer)->Save(step, {&v, 1}, {{"loader", "epoch=1"}}).ok());
+    }
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+  std::vector<float> data_ = std::vector<float>(4 * 256);
+};
+
+TEST_F(CkptCliTest, ListVerifyExport) {
+  CliResult ls = RunRailyard({"ckpt", "ls", dir_});
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  EXPECT_NE(ls.out.find("committed"), std::string::npos) << ls.out;
+  EXPECT_NE(ls.out.find("(latest)"), std::string::npos) << ls.out;
+
+  CliResult ok = RunRailyard({"ckpt", "verify", dir_});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("step 20 OK"), std::string::npos) << ok.out;
+
+  const std::string out = dir_ + "/w.safetensors";
+  CliResult ex = RunRailyard({"ckpt", "export", dir_, "--step", "10", "--out", out});
+  ASSERT_EQ(ex.exit_code, 0) << ex.err;
+  // 8-byte header length + header + 4*256 floats.
+  EXPECT_GT(std::filesystem::file_size(out), 8u + 4 * 256 * 4);
+}
+
+TEST_F(CkptCliTest, CorruptShardIsNamedWithTheFallbackStep) {
+  const std::string shard = dir_ + "/" + storage::StepDirName(20) + "/" +
+                            storage::ShardFileName(0);
+  {
+    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f.good());
+    f.seekp(100);
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(100);
+    c = static_cast<char>(c ^ 0x5a);
+    f.write(&c, 1);
+  }
+  CliResult r = RunRailyard({"ckpt", "verify", dir_});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("rank-00000.bin"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fall back to step 10"), std::string::npos) << r.err;
+  EXPECT_EQ(CountLines(r.err), 1) << r.err;
+}
+
+TEST(StorageCliBadInputTest, OneClearLine) {
+  std::string empty = MakeTempDir("ckempty");
+  CliResult notckpt = RunRailyard({"ckpt", "verify", empty});
+  EXPECT_NE(notckpt.exit_code, 0);
+  EXPECT_NE(notckpt.err.find("holds no checkpoint"), std::string::npos) << notckpt.err;
+  CliResult step = RunRailyard({"ckpt", "export", empty, "--step", "3", "--out", empty + "/x"});
+  EXPECT_NE(step.exit_code, 0);
+  EXPECT_EQ(CountLines(step.err), 1) << step.err;
+  CliResult fmt = RunRailyard({"ckpt", "export", empty, "--step", "3", "--format", "pickle",
+                               "--out", empty + "/x"});
+  EXPECT_EQ(fmt.exit_code, 2);
+  EXPECT_NE(fmt.err.find("pickle"), std::string::npos);
+  CliResult size = RunRailyard({"bench", "ckpt", "--dir", empty + "/b", "--size", "lots"});
+  EXPECT_EQ(size.exit_code, 2);
+  EXPECT_NE(size.err.find("--size"), std::string::npos) << size.err;
+  CliResult pack = RunRailyard({"data", "pack", "--out", empty + "/d"});
+  EXPECT_EQ(pack.exit_code, 2);
+  EXPECT_NE(pack.err.find("--from"), std::string::npos) << pack.err;
+  std::filesystem::remove_all(empty);
+}
+
+TEST(StorageCliBenchTest, SmallCheckpointBenchReportsEveryKey) {
+  std::string dir = MakeTempDir("ckbench");
+  CliResult r = RunRailyard({"bench", "ckpt", "--ranks", "2", "--size", "4MiB", "--steps", "2",
+                             "--dir", dir + "/b", "--async", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"write_gbps", "read_gbps", "save_ms", "stall_ms", "bytes", "ranks",
+                        "steps"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  EXPECT_EQ(j["ranks"], 2);
+  EXPECT_EQ(j["bytes"], 4 << 20);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/b/step-00000002"));  // cleaned up
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace railyard::testing
