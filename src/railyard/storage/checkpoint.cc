@@ -259,6 +259,7 @@ Status CheckpointWriter::WriteShard(const std::string& path, std::span<const Ten
   open.data_file = true;
   RY_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs_->NewWritableFile(path, open));
   WritableFile* f = file.get();
+  RY_RETURN_IF_ERROR(f->Allocate(offset));
   const uint64_t extent = options_.extent_bytes;
 
   std::vector<TaskPool::Task> tasks;

@@ -63,6 +63,10 @@ class WritableFile {
   // kDirectIoAlignment. If the kernel refuses a direct write with EINVAL, the file falls back
   // to buffered I/O for good (direct() turns false) and the write is retried.
   virtual Status PWrite(uint64_t offset, const void* data, size_t n) = 0;
+  // Reserves `length` bytes for the file up front (fallocate), so that extents written in
+  // parallel land contiguously on disk and a full disk fails before any data is written.
+  // OK where the file system cannot preallocate.
+  virtual Status Allocate(uint64_t length) = 0;
   // Appends at the end of what Write has written so far (starts at 0).
   virtual Status Write(std::string_view data) = 0;
   virtual Status Sync() = 0;
