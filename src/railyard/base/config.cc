@@ -420,6 +420,16 @@ Result<int64_t> RequireInt(const nlohmann::json& object, std::string_view key,
   return JsonAsInt(*value, ctx.Child(key));
 }
 
+Result<uint64_t> RequireUint64(const nlohmann::json& object, std::string_view key,
+                               const FieldContext& ctx) {
+  RY_ASSIGN_OR_RETURN(const nlohmann::json* value, JsonLookupRequired(object, key, ctx));
+  if (!value->is_number_unsigned() &&
+      !(value->is_number_integer() && value->get<int64_t>() >= 0)) {
+    return ctx.Child(key).Error("expected a non-negative integer");
+  }
+  return value->get<uint64_t>();
+}
+
 Result<double> RequireDouble(const nlohmann::json& object, std::string_view key,
                              const FieldContext& ctx) {
   RY_ASSIGN_OR_RETURN(const nlohmann::json* value, JsonLookupRequired(object, key, ctx));

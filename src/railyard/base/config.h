@@ -125,6 +125,9 @@ Result<nlohmann::json> LoadJsonFile(const std::string& path);
 // int64 (3.0 is rejected).
 Result<std::string> RequireString(const nlohmann::json& object, std::string_view key,
                                   const FieldContext& ctx);
+// A non-negative integer up to 2^64-1 (sizes, offsets, counts in index files).
+Result<uint64_t> RequireUint64(const nlohmann::json& object, std::string_view key,
+                               const FieldContext& ctx);
 Result<int64_t> RequireInt(const nlohmann::json& object, std::string_view key,
                            const FieldContext& ctx);
 Result<double> RequireDouble(const nlohmann::json& object, std::string_view key,

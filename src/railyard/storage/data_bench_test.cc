@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "railyard/base/files.h"
+#include "railyard/base/temp_dir_testing.h"
 #include "railyard/storage/data_pack.h"
 
 namespace railyard::storage {
@@ -15,20 +16,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
+class TempDir : public base::ScopedTempDir {
  public:
-  TempDir() {
-    char tmpl[] = "/tmp/ry-data-bench-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+  TempDir() : base::ScopedTempDir("data-bench") {}
 };
 
 DataBenchOptions SmallRun(const std::string& dir) {

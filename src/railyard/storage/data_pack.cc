@@ -224,16 +224,6 @@ bool IsInside(const fs::path& inner, const fs::path& outer) {
   return true;
 }
 
-Result<uint64_t> RequireU64(const nlohmann::json& object, std::string_view key,
-                            const base::FieldContext& ctx) {
-  auto it = object.find(key);
-  if (it == object.end()) return ctx.Error(fmt::format("missing required key '{}'", key));
-  if (!it->is_number_unsigned() && !(it->is_number_integer() && it->get<int64_t>() >= 0)) {
-    return ctx.Child(key).Error("expected a non-negative integer");
-  }
-  return it->get<uint64_t>();
-}
-
 }  // namespace
 
 uint64_t Mix64(uint64_t x) {
@@ -402,10 +392,10 @@ Result<DatasetIndex> DatasetIndex::Load(const std::string& dir) {
     return InvalidArgument("'{}': format version {} is not one this railyard understands (1-{})",
                            path, version, kDataFormatVersion);
   }
-  RY_ASSIGN_OR_RETURN(uint64_t samples, RequireU64(header, "samples", ctx));
-  RY_ASSIGN_OR_RETURN(uint64_t total_bytes, RequireU64(header, "bytes", ctx));
-  RY_ASSIGN_OR_RETURN(uint64_t record_bytes, RequireU64(header, "record_bytes", ctx));
-  RY_ASSIGN_OR_RETURN(uint64_t names_bytes, RequireU64(header, "names_bytes", ctx));
+  RY_ASSIGN_OR_RETURN(uint64_t samples, base::RequireUint64(header, "samples", ctx));
+  RY_ASSIGN_OR_RETURN(uint64_t total_bytes, base::RequireUint64(header, "bytes", ctx));
+  RY_ASSIGN_OR_RETURN(uint64_t record_bytes, base::RequireUint64(header, "record_bytes", ctx));
+  RY_ASSIGN_OR_RETURN(uint64_t names_bytes, base::RequireUint64(header, "names_bytes", ctx));
   RY_ASSIGN_OR_RETURN(std::string source, base::OptionalString(header, "source", "", ctx));
   RY_ASSIGN_OR_RETURN(const nlohmann::json* shard_list, base::RequireArray(header, "shards", ctx));
   if (record_bytes != kDataRecordBytes) {
@@ -430,8 +420,8 @@ Result<DatasetIndex> DatasetIndex::Load(const std::string& dir) {
     if (!js.is_object()) return sctx.Error("expected an object");
     DataShardInfo info;
     RY_ASSIGN_OR_RETURN(info.file, base::RequireString(js, "file", sctx));
-    RY_ASSIGN_OR_RETURN(info.bytes, RequireU64(js, "bytes", sctx));
-    RY_ASSIGN_OR_RETURN(info.samples, RequireU64(js, "samples", sctx));
+    RY_ASSIGN_OR_RETURN(info.bytes, base::RequireUint64(js, "bytes", sctx));
+    RY_ASSIGN_OR_RETURN(info.samples, base::RequireUint64(js, "samples", sctx));
     // Fixed names keep a crafted index from pointing outside the dataset directory.
     if (info.file != DataShardFileName(s)) {
       return sctx.Child("file").Error(

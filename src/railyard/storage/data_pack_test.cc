@@ -14,27 +14,16 @@
 
 #include "railyard/base/checksum.h"
 #include "railyard/base/files.h"
+#include "railyard/base/temp_dir_testing.h"
 
 namespace railyard::storage {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
+class TempDir : public base::ScopedTempDir {
  public:
-  TempDir() {
-    char tmpl[] = "/tmp/ry-data-pack-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string Sub(std::string_view name) const { return path_ + "/" + std::string(name); }
-
- private:
-  std::string path_;
+  TempDir() : base::ScopedTempDir("data-pack") {}
 };
 
 void WriteFile(const std::string& path, const std::string& data) {

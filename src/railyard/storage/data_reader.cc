@@ -25,16 +25,6 @@ constexpr int kPositionVersion = 1;
 // Workers re-check their predicate at least this often; a notify normally wakes them first.
 constexpr auto kWorkerRecheck = std::chrono::milliseconds(500);
 
-Result<uint64_t> PositionU64(const nlohmann::json& object, std::string_view key,
-                             const base::FieldContext& ctx) {
-  auto it = object.find(key);
-  if (it == object.end()) return ctx.Error(fmt::format("missing required key '{}'", key));
-  if (!it->is_number_unsigned() && !(it->is_number_integer() && it->get<int64_t>() >= 0)) {
-    return ctx.Child(key).Error("expected a non-negative integer");
-  }
-  return it->get<uint64_t>();
-}
-
 Status ValidateOptions(const ReaderOptions& o) {
   if (o.world_size < 1) {
     return InvalidArgument("reader world_size must be >= 1, got {}", o.world_size);
@@ -318,11 +308,11 @@ Status DataReader::RestorePosition(std::string_view text) {
   RY_ASSIGN_OR_RETURN(std::string dataset_hex, base::RequireString(j, "dataset", ctx));
   Result<uint64_t> dataset = base::ParseChecksumHex(dataset_hex);
   if (!dataset.ok()) return ctx.Child("dataset").Error(dataset.status().message());
-  RY_ASSIGN_OR_RETURN(uint64_t samples, PositionU64(j, "samples", ctx));
-  RY_ASSIGN_OR_RETURN(uint64_t seed, PositionU64(j, "seed", ctx));
+  RY_ASSIGN_OR_RETURN(uint64_t samples, base::RequireUint64(j, "samples", ctx));
+  RY_ASSIGN_OR_RETURN(uint64_t seed, base::RequireUint64(j, "seed", ctx));
   RY_ASSIGN_OR_RETURN(bool shuffle, base::RequireBool(j, "shuffle", ctx));
-  RY_ASSIGN_OR_RETURN(uint64_t epoch, PositionU64(j, "epoch", ctx));
-  RY_ASSIGN_OR_RETURN(uint64_t offset, PositionU64(j, "offset", ctx));
+  RY_ASSIGN_OR_RETURN(uint64_t epoch, base::RequireUint64(j, "epoch", ctx));
+  RY_ASSIGN_OR_RETURN(uint64_t offset, base::RequireUint64(j, "offset", ctx));
 
   const uint64_t n = index_.num_samples();
   if (*dataset != index_.id() || samples != n) {

@@ -12,27 +12,16 @@
 #include <vector>
 
 #include "railyard/base/files.h"
+#include "railyard/base/temp_dir_testing.h"
 
 namespace railyard::storage {
 namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
+class TempDir : public base::ScopedTempDir {
  public:
-  TempDir() {
-    char tmpl[] = "/tmp/ry-data-reader-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-  std::string Sub(std::string_view name) const { return path_ + "/" + std::string(name); }
-
- private:
-  std::string path_;
+  TempDir() : base::ScopedTempDir("data-reader") {}
 };
 
 std::unique_ptr<DataReader> MustOpen(const std::string& dir, const ReaderOptions& o) {
