@@ -188,7 +188,7 @@ void RegisterDemoCommand(CLI::App& app, Action* action) {
   auto f = std::make_shared<DemoFlags>();
   CLI::App* demo = app.add_subcommand(
       "demo", "A tour on a virtual cluster it brings up and removes: topology, bandwidth "
-              "matrix, a degraded host");
+              "matrix, a degraded host, placement around it");
   demo->add_option("--prefix", f->prefix, "prefix of the demo cluster's names")
       ->capture_default_str();
   demo->add_option("--hosts", f->hosts, "hosts")->capture_default_str();

@@ -23,7 +23,10 @@ int Main(int argc, char** argv) {
       "  railyard demo                                # the tour, on a 4-host virtual cluster\n"
       "  railyard vcluster up --hosts 8 --leaves 2    # a virtual two-level fabric\n"
       "  railyard vcluster exec node3 -- ip addr      # run a command on a virtual host\n"
-      "  railyard vcluster down\n\n"
+      "  railyard vcluster down\n"
+      "  railyard topo show --topology topology.conf\n"
+      "  railyard place --topology topology.conf --nodes 16 --json\n"
+      "  railyard ckpt verify /lustre/run42/ckpt\n\n"
       "Run 'railyard COMMAND --help' for a command's flags. Docs: docs/README.md\n");
   std::string log_level;
   app.add_option("--log-level", log_level,
