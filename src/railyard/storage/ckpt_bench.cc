@@ -94,7 +94,11 @@ int RunRank(const CkptBenchOptions& o, int rank, int report_fd, int go_fd) {
       stall = base::SecondsSince(start);
     }
     if (!st.ok()) return fail(st.WithContext(fmt::format("step {}", step)));
-    if (!report(fmt::format("save {:.9f} {:.9f}", base::SecondsSince(start), stall))) return 1;
+    const SaveStats& s = saver ? saver->stats().last_save : sync_writer->last_stats();
+    if (!report(fmt::format("save {:.9f} {:.9f} {:.9f}", base::SecondsSince(start), stall,
+                            s.commit_seconds))) {
+      return 1;
+    }
   }
   if (!report("written")) return 1;
   char go = 0;
@@ -124,7 +128,7 @@ struct RankProc {
   base::UniqueFd report;  // parent reads
   base::UniqueFd go;      // parent writes
   std::string buffer;
-  std::vector<double> save_s, stall_s;
+  std::vector<double> save_s, stall_s, commit_s;
   double read_s = 0;
   bool written = false, done = false;
   std::string error;
@@ -237,10 +241,11 @@ Result<CkptBenchResult> RunCkptBench(const CkptBenchOptions& o) {
         std::string word;
         in >> word;
         if (word == "save") {
-          double s = 0, stall = 0;
-          in >> s >> stall;
+          double s = 0, stall = 0, commit = 0;
+          in >> s >> stall >> commit;
           p.save_s.push_back(s);
           p.stall_s.push_back(stall);
+          p.commit_s.push_back(commit);
         } else if (word == "written") {
           p.written = true;
         } else if (word == "read") {
@@ -266,17 +271,20 @@ Result<CkptBenchResult> RunCkptBench(const CkptBenchOptions& o) {
       }
     }
   }
-  std::vector<double> save, stall;
+  std::vector<double> save, stall, commit;
   for (int s = 0; s < o.steps; ++s) {
-    double worst = 0, worst_stall = 0;
+    double worst = 0, worst_stall = 0, worst_commit = 0;
     for (const auto& p : procs) {
       if (static_cast<int>(p.save_s.size()) <= s) return Internal("bench ckpt: missing step data");
       worst = std::max(worst, p.save_s[s]);
       worst_stall = std::max(worst_stall, p.stall_s[s]);
+      worst_commit = std::max(worst_commit, p.commit_s[s]);
     }
     save.push_back(worst);
     stall.push_back(worst_stall);
+    commit.push_back(worst_commit);
   }
+  result.commit_ms = Median(commit) * 1e3;
   double read = 0;
   for (const auto& p : procs) read = std::max(read, p.read_s);
   const int64_t elems = static_cast<int64_t>(o.total_bytes / 4 / o.ranks / o.tensors);
@@ -294,7 +302,8 @@ Result<CkptBenchResult> RunCkptBench(const CkptBenchOptions& o) {
 nlohmann::json ToJson(const CkptBenchResult& r) {
   return {{"write_gbps", r.write_gbps}, {"read_gbps", r.read_gbps}, {"save_ms", r.save_ms},
           {"stall_ms", r.stall_ms},     {"bytes", r.bytes},         {"ranks", r.ranks},
-          {"steps", r.steps},           {"notes", r.notes}};
+          {"steps", r.steps},           {"commit_ms", r.commit_ms},
+          {"notes", r.notes}};
 }
 
 }  // namespace railyard::storage

@@ -43,6 +43,9 @@ struct CkptBenchResult {
   double read_gbps = 0;
   double save_ms = 0;
   double stall_ms = 0;
+  // Median of the slowest rank's commit part of a save (agreement, manifest, rename,
+  // `latest`): what remains of save_ms after the shard writes.
+  double commit_ms = 0;
   uint64_t bytes = 0;  // per checkpoint
   int ranks = 0;
   int steps = 0;
@@ -53,7 +56,8 @@ struct CkptBenchResult {
 // Removes what it wrote under `dir` before returning.
 Result<CkptBenchResult> RunCkptBench(const CkptBenchOptions& options);
 
-// {"write_gbps", "read_gbps", "save_ms", "stall_ms", "bytes", "ranks", "steps", "notes"}.
+// {"write_gbps", "read_gbps", "save_ms", "stall_ms", "bytes", "ranks", "steps", "commit_ms",
+//  "notes"}.
 nlohmann::json ToJson(const CkptBenchResult& result);
 
 }  // namespace railyard::storage
