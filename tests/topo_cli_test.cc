@@ -1,5 +1,7 @@
 // `railyard topo`, `place` and `discover` through the real binary: conversions between the
 // formats, placement output, and one clear line with a non-zero exit for each bad input.
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.h"
@@ -59,6 +61,32 @@ TEST(TopoCliTest, PlaceKeepsASmallJobOnOneLeafAndOrdersRanks) {
   EXPECT_EQ(j["leaves"].size(), 2u) << r.out;  // 6 nodes need two 4-node leaves
   EXPECT_EQ(j["levels"]["spine"], 1) << r.out;  // ... under one spine
   EXPECT_TRUE(j["explanation"].is_string());
+}
+
+TEST(TopoCliTest, PlaceReadsExclusionsFromAFile) {
+  std::string dir = MakeTempDir("excl");
+  {
+    std::ofstream f(dir + "/bad_hosts");
+    f << "# failed validation\ngpu[01-03]\n\ngpu05,gpu06\n";
+  }
+  CliResult r = RunRailyard({"place", "--topology", kData + "/tree.conf", "--nodes", "4",
+                             "--exclude", "@" + dir + "/bad_hosts", "--required", "spine",
+                             "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  for (const auto& h : j["hosts"]) {
+    for (const char* bad : {"gpu01", "gpu02", "gpu03", "gpu05", "gpu06"}) EXPECT_NE(h, bad);
+  }
+  EXPECT_EQ(j["levels"]["spine"], 1);
+  // A bad line names the file and the line.
+  {
+    std::ofstream f(dir + "/broken");
+    f << "gpu01\ngpu[9-2]\n";
+  }
+  CliResult bad = RunRailyard({"place", "--topology", kData + "/tree.conf", "--nodes", "1",
+                               "--exclude", "@" + dir + "/broken"});
+  ExpectOneLineError(bad, "broken:2");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TopoCliTest, PlaceThatCannotFitExplainsWhy) {
