@@ -74,7 +74,10 @@ Status RunDemo(const DemoFlags& f) {
   struct Teardown {
     VirtualCluster* vc;
     std::string prefix;
-    ~Teardown() { vc->Down(prefix).status().IgnoreError(); }
+    bool armed = true;
+    ~Teardown() {
+      if (armed) vc->Down(prefix).status().IgnoreError();
+    }
   } teardown{&vc, spec.prefix};
   fmt::print("  up in {:.1f}s ({} mode, prefix '{}')\n", base::SecondsSince(start),
              ModeName(spec.mode), spec.prefix);
@@ -176,7 +179,7 @@ Status RunDemo(const DemoFlags& f) {
 
   Step(6, total, "tear down");
   RY_ASSIGN_OR_RETURN(DownReport report, vc.Down(spec.prefix));
-  teardown.prefix.clear();
+  teardown.armed = false;
   fmt::print("  removed {} namespaces and links\n", report.removed.size());
   fmt::print("\ndemo finished in {:.1f}s\n", base::SecondsSince(start));
   return Status::Ok();
@@ -206,7 +209,6 @@ void RegisterDemoCommand(CLI::App& app, Action* action) {
       if (f->mode != "auto" && f->mode != "netns" && f->mode != "loopback") {
         return InvalidArgument("--mode '{}': expected auto, netns or loopback", f->mode);
       }
-      // The teardown guard needs the prefix to stay valid; a failure keeps its message.
       return RunDemo(*f);
     };
   });
