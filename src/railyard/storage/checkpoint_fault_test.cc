@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <functional>
 #include <thread>
 
 #include "railyard/base/files.h"
@@ -298,49 +299,45 @@ TEST_F(FaultTest, PermissionDeniedThroughTheFsWrapper) {
   ExpectStepHolds(1, 1);
 }
 
-TEST_F(FaultTest, OneRankOutOfSpaceAbortsTheStepEverywhere) {
-  const int world = 3;
-  {
-    InProcessAgreementGroup group(world);
-    std::vector<std::thread> threads;
-    std::vector<Status> results(world);
-    std::vector<float> w = Values(30, 1);
-    for (int r = 0; r < world; ++r) {
-      threads.emplace_back([&, r] {
-        WriterOptions o = Options();
-        o.rank = r;
-        o.world_size = world;
-        o.agreement = group.ForRank(r);
-        auto writer = CheckpointWriter::Open(o);
-        ASSERT_TRUE(writer.ok());
-        std::vector<int64_t> off{r * 10}, size{10};
-        std::vector<TensorView> views = {{"w", DType::kF32, {30}, off, size, w.data() + r * 10}};
-        results[r] = (*writer)->Save(1, views);
-      });
-    }
-    for (auto& t : threads) t.join();
-    for (const Status& s : results) ASSERT_TRUE(s.ok()) << s.ToString();
-  }
+// Saves `step` of a 30-element tensor split over `world` threads (rank r owns [10r, 10r+10)),
+// rank r using fs_for(r) (nullptr: the default). Returns each rank's Save status.
+template <typename FsFor>
+std::vector<Status> SaveOnThreads(int world, int64_t step, int seed, FsFor fs_for,
+                                  const std::function<WriterOptions(Fs*)>& options) {
   InProcessAgreementGroup group(world);
   std::vector<std::thread> threads;
   std::vector<Status> results(world);
-  std::vector<float> w = Values(30, 2);
-  FaultInjectionFs full(DefaultFs());
-  full.FailNth(FsOp::kWrite, 1, ENOSPC);
+  std::vector<float> w = Values(30, seed);
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
-      WriterOptions o = Options(r == 2 ? &full : nullptr);
+      WriterOptions o = options(fs_for(r));
       o.rank = r;
       o.world_size = world;
       o.agreement = group.ForRank(r);
       auto writer = CheckpointWriter::Open(o);
-      ASSERT_TRUE(writer.ok());
+      if (!writer.ok()) {
+        results[r] = writer.status();
+        return;
+      }
       std::vector<int64_t> off{r * 10}, size{10};
       std::vector<TensorView> views = {{"w", DType::kF32, {30}, off, size, w.data() + r * 10}};
-      results[r] = (*writer)->Save(2, views);
+      results[r] = (*writer)->Save(step, views);
     });
   }
   for (auto& t : threads) t.join();
+  return results;
+}
+
+TEST_F(FaultTest, OneRankOutOfSpaceAbortsTheStepEverywhere) {
+  const int world = 3;
+  auto options = [this](Fs* fs) { return Options(fs); };
+  for (const Status& s : SaveOnThreads(world, 1, 1, [](int) -> Fs* { return nullptr; }, options)) {
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  FaultInjectionFs full(DefaultFs());
+  full.FailNth(FsOp::kWrite, 1, ENOSPC);
+  std::vector<Status> results = SaveOnThreads(
+      world, 2, 2, [&](int r) -> Fs* { return r == 2 ? &full : nullptr; }, options);
   EXPECT_EQ(results[2].code(), StatusCode::kResourceExhausted) << results[2].ToString();
   for (int r : {0, 1}) {
     EXPECT_EQ(results[r].code(), StatusCode::kAborted) << results[r].ToString();
