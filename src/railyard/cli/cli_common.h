@@ -29,6 +29,8 @@ void RegisterDiscoverCommand(CLI::App& app, Action* action);
 void RegisterPlaceCommand(CLI::App& app, Action* action);
 void RegisterServeCommand(CLI::App& app, Action* action);
 void RegisterBenchCommand(CLI::App& app, Action* action);
+// `bench comm` (bench_comm_cmd.cc), added under `bench` by RegisterBenchCommand.
+void RegisterBenchCommCommand(CLI::App* bench, Action* action);
 void RegisterCkptCommand(CLI::App& app, Action* action);
 void RegisterDataCommand(CLI::App& app, Action* action);
 

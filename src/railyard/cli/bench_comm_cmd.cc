@@ -1,0 +1,276 @@
+// `railyard bench comm`: starts N rank processes (on this host, or one per virtual host
+// with --vcluster), each running comm::RunCommBench, and prints nccl-tests-style rows.
+//
+// The launcher generates the job secret, picks the store address, and passes everything
+// to the ranks through the environment (comm/bootstrap.h); the ranks are this same binary
+// with the hidden --worker flag. Rank 0 serves the rendezvous store. If a rank dies, the
+// survivors fail naming it (comm's failure attribution) and the launcher exits non-zero
+// naming the rank and how it ended.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "railyard/base/hmac.h"
+#include "railyard/base/subprocess.h"
+#include "railyard/base/units.h"
+#include "railyard/cli/cli_common.h"
+#include "railyard/comm/bench.h"
+#include "railyard/comm/bootstrap.h"
+#include "railyard/net/interfaces.h"
+#include "railyard/net/select.h"
+#include "railyard/vcluster/bandwidth_matrix.h"
+#include "railyard/vcluster/command_runner.h"
+#include "railyard/vcluster/state.h"
+#include "railyard/vcluster/vcluster.h"
+
+namespace railyard::cli {
+namespace {
+
+struct CommFlags {
+  int ranks = 2;
+  std::string transport = "auto";
+  std::string op = "allreduce";
+  std::string type = "f32";
+  std::string redop = "sum";
+  std::string sizes = "4KiB:64MiB";
+  std::string algorithm = "auto";
+  int iters = 20;
+  int warmup = 5;
+  std::string timeout = "30s";
+  bool json = false;
+  bool check = false;
+  std::string vcluster_prefix;
+  bool use_vcluster = false;
+  bool worker = false;
+};
+
+// A free TCP port on `ip` (bound and released; the store rebinds it right away).
+Result<int> FreePort(const std::string& ip) {
+  base::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  inet_pton(AF_INET, ip.c_str(), &a.sin_addr);
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    return ErrnoStatus(errno, fmt::format("finding a free port on {}", ip));
+  }
+  socklen_t len = sizeof a;
+  ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len);
+  return static_cast<int>(ntohs(a.sin_port));
+}
+
+Result<comm::CommBenchOptions> ParseBenchOptions(const CommFlags& f) {
+  comm::CommBenchOptions o;
+  RY_ASSIGN_OR_RETURN(o.op, comm::ParseBenchOp(f.op));
+  RY_ASSIGN_OR_RETURN(o.type, comm::ParseDataType(f.type));
+  RY_ASSIGN_OR_RETURN(o.redop, comm::ParseReduceOp(f.redop));
+  auto sizes = comm::ParseSizeRange(f.sizes);
+  if (!sizes.ok()) return sizes.status().WithContext("--sizes");
+  o.sizes = *sizes;
+  auto algo = comm::ParseAlgorithm(f.algorithm);
+  if (!algo.ok()) return algo.status().WithContext("--algorithm");
+  o.algorithm = *algo;
+  if (f.iters < 1 || f.iters > 100000) return InvalidArgument("--iters {}: expected 1 to 100000", f.iters);
+  if (f.warmup < 0 || f.warmup > 10000) return InvalidArgument("--warmup {}: expected 0 to 10000", f.warmup);
+  o.iters = f.iters;
+  o.warmup = f.warmup;
+  return o;
+}
+
+std::string Title(const CommFlags& f, const std::string& transport, int ranks) {
+  return fmt::format("railyard bench comm: {} {} {}, {} ranks{}, transport {}, {} iterations "
+                     "({} warm-up), sizes {}", f.op, f.type, f.redop, ranks,
+                     f.use_vcluster ? " (one per virtual host)" : "", transport, f.iters,
+                     f.warmup, f.sizes);
+}
+
+// One rank: bootstrap from the environment, run, rank 0 prints.
+Outcome RunWorker(const CommFlags& f) {
+  RY_ASSIGN_OR_RETURN(comm::CommBenchOptions o, ParseBenchOptions(f));
+  RY_ASSIGN_OR_RETURN(comm::BootstrapConfig cfg, comm::BootstrapConfigFromEnvironment());
+  auto timeout = base::ParseDuration(f.timeout);
+  if (!timeout.ok()) return timeout.status().WithContext("--timeout");
+  cfg.comm.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*timeout);
+  cfg.comm.check_consistency = cfg.comm.check_consistency || f.check;
+  RY_ASSIGN_OR_RETURN(comm::Bootstrapped b,
+                      comm::Bootstrap(cfg, base::Deadline::After(*timeout)));
+  comm::Communicator& c = *b.comm;
+  if (c.rank() == 0 && !f.json) {
+    fmt::print("# {}\n", Title(f, b.transport, c.size()));
+    std::fflush(stdout);
+  }
+  auto rows = comm::RunCommBench(c, o);
+  if (!rows.ok()) return rows.status();
+  if (c.rank() == 0) {
+    if (f.json) {
+      fmt::print("{}", comm::CommBenchJson(*rows));
+    } else {
+      std::string table = comm::FormatCommBenchTable(*rows, "results");
+      fmt::print("{}", table.substr(table.find('\n') + 1));
+    }
+    std::fflush(stdout);
+  }
+  // Everyone leaves together: a rank that exits early looks like a crash to a peer still
+  // finishing its last operation.
+  return c.Barrier();
+}
+
+std::string DescribeExit(const base::ExitInfo& e) {
+  if (e.signal != 0) return fmt::format("was killed by signal {} ({})", e.signal, strsignal(e.signal));
+  return fmt::format("exited with status {}", e.exit_code);
+}
+
+Outcome RunLauncher(const CommFlags& f) {
+  if (f.ranks < 1 || f.ranks > 256) {
+    return InvalidArgument("--ranks {}: expected 1 to 256", f.ranks);
+  }
+  RY_RETURN_IF_ERROR(ParseBenchOptions(f).status());
+  auto timeout = base::ParseDuration(f.timeout);
+  if (!timeout.ok()) return timeout.status().WithContext("--timeout");
+  if (*timeout < std::chrono::milliseconds(100)) {
+    return InvalidArgument("--timeout {}: expected at least 100ms", f.timeout);
+  }
+  // Check the transport name now: one clear line instead of N failing ranks.
+  auto resolved = net::ResolveTransport(f.transport, !f.use_vcluster);
+  if (!resolved.ok()) return resolved.status().WithContext("--transport");
+
+  std::vector<base::SpawnOptions> spawns(f.ranks);
+  std::string store_ip = "127.0.0.1";
+  std::vector<std::pair<std::string, std::string>> common;
+  if (f.use_vcluster) {
+    auto runner = vcluster::MakeSystemRunner(std::chrono::seconds(20));
+    vcluster::VirtualCluster vc(runner.get(), vcluster::DefaultStateDir());
+    RY_ASSIGN_OR_RETURN(vcluster::ClusterState state, vc.Load(f.vcluster_prefix));
+    const auto& hosts = state.plan.hosts;
+    if (f.ranks > static_cast<int>(hosts.size())) {
+      return InvalidArgument("--ranks {}: the virtual cluster '{}' has {} hosts (one rank per "
+                             "host with --vcluster)", f.ranks, state.spec().prefix, hosts.size());
+    }
+    store_ip = hosts[0].address;
+    for (int r = 0; r < f.ranks; ++r) {
+      auto exec = vcluster::ExecutionFor(state, hosts[r]);
+      spawns[r].netns_path = exec.netns_path;
+      spawns[r].env = exec.env;
+      spawns[r].env.push_back({"RAILYARD_SOCKET_IFNAME", "^lo"});
+      if (exec.netns_path.empty()) {
+        // Loopback mode: every host is an address on lo.
+        spawns[r].env.back().second = "=lo";
+      }
+    }
+  } else {
+    for (auto& s : spawns) s.env.push_back({"RAILYARD_SOCKET_IFNAME", "=lo"});
+    common.push_back({"RAILYARD_OFI_DOMAIN", "lo"});
+  }
+  // The store port: rank 0 binds it in its own namespace; in netns mode the port is free
+  // there by construction (a fresh namespace), locally we ask the kernel for one.
+  int port = 29400;
+  if (spawns[0].netns_path.empty()) {
+    RY_ASSIGN_OR_RETURN(port, FreePort(store_ip));
+  }
+  std::string secret = base::ToHex(base::RandomBytes(16));
+  std::string job = fmt::format("bench-{}", ::getpid());
+  std::vector<base::Child> children;
+  for (int r = 0; r < f.ranks; ++r) {
+    base::SpawnOptions& s = spawns[r];
+    s.argv = {SelfExecutable(), "bench", "comm", "--worker", "--op", f.op, "--type", f.type,
+              "--redop", f.redop, "--sizes", f.sizes, "--algorithm", f.algorithm, "--iters",
+              std::to_string(f.iters), "--warmup", std::to_string(f.warmup), "--timeout",
+              f.timeout};
+    if (f.json) s.argv.push_back("--json");
+    if (f.check) s.argv.push_back("--check");
+    for (auto& kv : common) s.env.push_back(kv);
+    s.env.push_back({"RAILYARD_RANK", std::to_string(r)});
+    s.env.push_back({"RAILYARD_WORLD_SIZE", std::to_string(f.ranks)});
+    s.env.push_back({"RAILYARD_STORE", fmt::format("{}:{}", store_ip, port)});
+    s.env.push_back({"RAILYARD_JOB_SECRET", secret});
+    s.env.push_back({"RAILYARD_JOB_ID", job});
+    s.env.push_back({"RAILYARD_TRANSPORT", *resolved});
+    if (r == 0) s.env.push_back({"RAILYARD_STORE_SERVE", "1"});
+    // Rank 0 talks to the terminal; the others' output is shown only if they fail.
+    s.capture_stdout = r != 0;
+    s.capture_stderr = r != 0;
+    auto child = base::Child::Spawn(s);
+    if (!child.ok()) return child.status().WithContext(fmt::format("starting rank {}", r));
+    children.push_back(std::move(*child));
+  }
+  // Every rank bounds each operation by --timeout; the whole run by that times the number
+  // of operations it issues, plus set-up.
+  comm::CommBenchOptions o = *ParseBenchOptions(f);
+  int sizes = 0;
+  for (uint64_t b = o.sizes.min_bytes; b <= o.sizes.max_bytes && sizes < 64; b *= 2) ++sizes;
+  // A safety net only: ranks bound every operation themselves and never hang.
+  auto overall = base::Deadline::After(*timeout * 4 + std::chrono::seconds(120) * sizes);
+  std::vector<std::optional<base::ExitInfo>> exits(f.ranks);
+  int running = f.ranks;
+  while (running > 0) {
+    for (int r = 0; r < f.ranks; ++r) {
+      if (exits[r]) continue;
+      auto e = children[r].Wait(base::Deadline::After(std::chrono::milliseconds(20)));
+      if (e.ok()) {
+        exits[r] = *e;
+        --running;
+      }
+    }
+    if (overall.Expired()) {
+      for (int r = 0; r < f.ranks; ++r) {
+        if (!exits[r]) exits[r] = children[r].KillAndReap();
+      }
+      return DeadlineExceeded("bench comm: ranks still running after the overall deadline; "
+                              "killed them");
+    }
+  }
+  std::string failures;
+  for (int r = 0; r < f.ranks; ++r) {
+    if (exits[r]->Succeeded()) continue;
+    std::string first_line = exits[r]->stderr_text.substr(0, exits[r]->stderr_text.find('\n'));
+    failures += fmt::format("\n  rank {} (pid {}) {}{}{}", r, children[r].pid(),
+                            DescribeExit(*exits[r]), first_line.empty() ? "" : ": ", first_line);
+  }
+  if (!failures.empty()) return Unavailable("bench comm failed:{}", failures);
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterBenchCommCommand(CLI::App* bench, Action* action) {
+  auto f = std::make_shared<CommFlags>();
+  CLI::App* c = bench->add_subcommand(
+      "comm", "Collective bandwidth and latency over N rank processes (nccl-tests style rows)");
+  c->add_option("--ranks", f->ranks, "rank processes to start (1-256)")->capture_default_str();
+  c->add_option("--transport", f->transport, "auto, tcp, shm or ofi (libfabric; provider from "
+                "RAILYARD_OFI_PROVIDER, default tcp;ofi_rxm)")->capture_default_str();
+  c->add_option("--op", f->op, "allreduce, allgather, reduce_scatter, broadcast or alltoall")
+      ->capture_default_str();
+  c->add_option("--type", f->type, "f32, f64, f16, bf16, i32, i64, u8")->capture_default_str();
+  c->add_option("--redop", f->redop, "sum, prod, min, max, avg")->capture_default_str();
+  c->add_option("--sizes", f->sizes, "MIN:MAX bytes per rank buffer, doubling")
+      ->capture_default_str();
+  c->add_option("--algorithm", f->algorithm, "auto, ring, rd, tree, pairwise")
+      ->capture_default_str();
+  c->add_option("--iters", f->iters, "timed iterations per size")->capture_default_str();
+  c->add_option("--warmup", f->warmup, "untimed iterations per size")->capture_default_str();
+  c->add_option("--timeout", f->timeout, "deadline of each operation; a rank that stalls or dies "
+                "is named within this plus about 1s")->capture_default_str();
+  c->add_flag("--check", f->check, "ranks compare operation, type and count before each call");
+  c->add_flag("--json", f->json, "print the rows as a JSON array (size_bytes, count, type, "
+              "time_us, algbw_gbps, busbw_gbps, wrong)");
+  c->add_option("--vcluster", f->vcluster_prefix, "one rank per host of this virtual cluster "
+                "(see `railyard vcluster up`)");
+  c->add_flag("--worker", f->worker, "internal: run as one rank")->group("");
+  c->footer(
+      "Examples:\n"
+      "  railyard bench comm --ranks 4 --transport tcp --op allreduce --sizes 4KiB:64MiB\n"
+      "  railyard bench comm --ranks 2 --transport shm --sizes 64MiB --iters 10 --json\n"
+      "  railyard bench comm --vcluster ry --ranks 4 --sizes 1MiB:16MiB\n"
+      "Columns follow nccl-tests: busbw = algbw x 2(n-1)/n for allreduce, (n-1)/n for\n"
+      "allgather, reduce_scatter and alltoall, 1 for broadcast. Docs: docs/comm.md\n");
+  c->callback([f, c, action] {
+    f->use_vcluster = c->count("--vcluster") > 0;
+    *action = [f]() -> Outcome { return f->worker ? RunWorker(*f) : RunLauncher(*f); };
+  });
+}
+
+}  // namespace railyard::cli

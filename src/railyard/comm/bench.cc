@@ -1,0 +1,246 @@
+#include "railyard/comm/bench.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+#include "railyard/base/clock.h"
+#include "railyard/base/units.h"
+
+namespace railyard::comm {
+namespace {
+
+// Small integers: exact in every type, so any reduction order gives the expected bits.
+double Value(int rank, size_t i) { return static_cast<double>(1 + (rank * 7 + i * 3) % 5); }
+
+void Store(DataType t, void* base, size_t i, double v) {
+  switch (t) {
+    case DataType::kF32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
+    case DataType::kF64: static_cast<double*>(base)[i] = v; break;
+    case DataType::kF16: static_cast<uint16_t*>(base)[i] = FloatToHalf(static_cast<float>(v)); break;
+    case DataType::kBF16: static_cast<uint16_t*>(base)[i] = FloatToBf16(static_cast<float>(v)); break;
+    case DataType::kI32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
+    case DataType::kI64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
+    case DataType::kU8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v); break;
+  }
+}
+
+double ReduceValues(ReduceOp op, int n, size_t i) {
+  double acc = Value(0, i);
+  for (int r = 1; r < n; ++r) {
+    double v = Value(r, i);
+    switch (op) {
+      case ReduceOp::kSum: case ReduceOp::kAvg: acc += v; break;
+      case ReduceOp::kProd: acc *= v; break;
+      case ReduceOp::kMin: acc = std::min(acc, v); break;
+      case ReduceOp::kMax: acc = std::max(acc, v); break;
+    }
+  }
+  return acc;
+}
+
+struct Buffers {
+  std::vector<char> send, recv, want;
+};
+
+// Per size: the element count of the measured buffer and the buffers of one iteration.
+uint64_t CountFor(BenchOp op, uint64_t bytes, size_t es, int n) {
+  uint64_t count = bytes / es;
+  if (op == BenchOp::kAllgather || op == BenchOp::kReduceScatter || op == BenchOp::kAlltoall) {
+    count -= count % static_cast<uint64_t>(n);
+  }
+  return count;
+}
+
+Status RunOnce(Communicator& c, const CommBenchOptions& o, uint64_t count, Buffers& b) {
+  const int n = c.size();
+  CollectiveOptions co{.algorithm = o.algorithm};
+  switch (o.op) {
+    case BenchOp::kAllreduce:
+      return c.Allreduce(b.send.data(), b.recv.data(), count, o.type, o.redop, co);
+    case BenchOp::kAllgather:
+      return c.Allgather(b.send.data(), b.recv.data(), count / n, o.type, co);
+    case BenchOp::kReduceScatter:
+      return c.ReduceScatter(b.send.data(), b.recv.data(), count / n, o.type, o.redop, co);
+    case BenchOp::kBroadcast:
+      return c.Broadcast(b.recv.data(), count, o.type, 0, co);
+    case BenchOp::kAlltoall:
+      return c.Alltoall(b.send.data(), b.recv.data(), count / n, o.type, co);
+  }
+  return Status::Ok();
+}
+
+// Fills inputs and the expected output of one iteration.
+void Prepare(const CommBenchOptions& o, int rank, int n, uint64_t count, Buffers& b) {
+  const size_t es = SizeOf(o.type);
+  const uint64_t block = count / static_cast<uint64_t>(n);
+  auto resize = [&](std::vector<char>& v, uint64_t elems) { v.assign(elems * es, 0); };
+  switch (o.op) {
+    case BenchOp::kAllreduce: {
+      resize(b.send, count), resize(b.recv, count), resize(b.want, count);
+      std::vector<char> one(es);
+      for (uint64_t i = 0; i < count; ++i) {
+        Store(o.type, b.send.data(), i, Value(rank, i));
+        Store(o.type, b.want.data(), i, ReduceValues(o.redop, n, i));
+      }
+      if (o.redop == ReduceOp::kAvg) FinishAverage(o.type, o.redop, b.want.data(), count, n);
+      break;
+    }
+    case BenchOp::kAllgather:
+      resize(b.send, block), resize(b.recv, count), resize(b.want, count);
+      for (uint64_t i = 0; i < block; ++i) Store(o.type, b.send.data(), i, Value(rank, i));
+      for (int r = 0; r < n; ++r) {
+        for (uint64_t i = 0; i < block; ++i) Store(o.type, b.want.data(), r * block + i, Value(r, i));
+      }
+      break;
+    case BenchOp::kReduceScatter:
+      resize(b.send, count), resize(b.recv, block), resize(b.want, block);
+      for (uint64_t i = 0; i < count; ++i) Store(o.type, b.send.data(), i, Value(rank, i));
+      for (uint64_t i = 0; i < block; ++i) {
+        Store(o.type, b.want.data(), i, ReduceValues(o.redop, n, rank * block + i));
+      }
+      if (o.redop == ReduceOp::kAvg) FinishAverage(o.type, o.redop, b.want.data(), block, n);
+      break;
+    case BenchOp::kBroadcast:
+      resize(b.recv, count), resize(b.want, count);
+      for (uint64_t i = 0; i < count; ++i) {
+        Store(o.type, b.want.data(), i, Value(0, i));
+        if (rank == 0) Store(o.type, b.recv.data(), i, Value(0, i));
+      }
+      break;
+    case BenchOp::kAlltoall:
+      resize(b.send, count), resize(b.recv, count), resize(b.want, count);
+      for (int j = 0; j < n; ++j) {
+        for (uint64_t i = 0; i < block; ++i) {
+          Store(o.type, b.send.data(), j * block + i, Value(rank * n + j, i));
+          Store(o.type, b.want.data(), j * block + i, Value(j * n + rank, i));
+        }
+      }
+      break;
+  }
+}
+
+uint64_t CountWrong(const std::vector<char>& got, const std::vector<char>& want, size_t es) {
+  uint64_t wrong = 0;
+  for (size_t off = 0; off + es <= got.size(); off += es) {
+    if (std::memcmp(got.data() + off, want.data() + off, es) != 0) ++wrong;
+  }
+  return wrong;
+}
+
+}  // namespace
+
+std::string_view BenchOpName(BenchOp op) {
+  switch (op) {
+    case BenchOp::kAllreduce: return "allreduce";
+    case BenchOp::kAllgather: return "allgather";
+    case BenchOp::kReduceScatter: return "reduce_scatter";
+    case BenchOp::kBroadcast: return "broadcast";
+    case BenchOp::kAlltoall: return "alltoall";
+  }
+  return "?";
+}
+
+Result<BenchOp> ParseBenchOp(std::string_view text) {
+  for (BenchOp op : {BenchOp::kAllreduce, BenchOp::kAllgather, BenchOp::kReduceScatter,
+                     BenchOp::kBroadcast, BenchOp::kAlltoall}) {
+    if (text == BenchOpName(op)) return op;
+  }
+  return InvalidArgument("unknown operation '{}'; expected allreduce, allgather, "
+                         "reduce_scatter, broadcast or alltoall", text);
+}
+
+double BusBandwidthFactor(BenchOp op, int n) {
+  switch (op) {
+    case BenchOp::kAllreduce: return 2.0 * (n - 1) / n;
+    case BenchOp::kBroadcast: return 1.0;
+    default: return static_cast<double>(n - 1) / n;
+  }
+}
+
+Result<SizeRange> ParseSizeRange(std::string_view text) {
+  auto colon = text.find(':');
+  std::string_view lo = text.substr(0, colon);
+  std::string_view hi = colon == std::string_view::npos ? lo : text.substr(colon + 1);
+  auto a = base::ParseBytes(lo);
+  auto b = base::ParseBytes(hi);
+  if (!a.ok() || !b.ok() || lo.empty() || hi.empty()) {
+    return InvalidArgument("size range '{}' is malformed; expected MIN:MAX such as 4KiB:64MiB, "
+                           "or one size such as 1MiB", text);
+  }
+  if (*a == 0 || *b < *a) {
+    return InvalidArgument("size range '{}': need 0 < MIN <= MAX", text);
+  }
+  if (*b > (uint64_t{16} << 30)) {
+    return InvalidArgument("size range '{}': MAX above 16GiB per rank is not supported", text);
+  }
+  return SizeRange{*a, *b};
+}
+
+Result<std::vector<CommBenchRow>> RunCommBench(Communicator& c, const CommBenchOptions& o) {
+  const int n = c.size();
+  const size_t es = SizeOf(o.type);
+  std::vector<CommBenchRow> rows;
+  for (uint64_t bytes = o.sizes.min_bytes; bytes <= o.sizes.max_bytes; bytes *= 2) {
+    uint64_t count = CountFor(o.op, bytes, es, n);
+    Buffers b;
+    Prepare(o, c.rank(), n, count, b);
+    // Correctness first, on known data; then warm-up and timed iterations.
+    RY_RETURN_IF_ERROR(RunOnce(c, o, count, b));
+    int64_t wrong = static_cast<int64_t>(CountWrong(b.recv, b.want, es));
+    for (int i = 0; i < o.warmup; ++i) RY_RETURN_IF_ERROR(RunOnce(c, o, count, b));
+    RY_RETURN_IF_ERROR(c.Barrier());
+    auto start = base::Clock::now();
+    for (int i = 0; i < o.iters; ++i) RY_RETURN_IF_ERROR(RunOnce(c, o, count, b));
+    double seconds = base::SecondsSince(start) / std::max(1, o.iters);
+    RY_RETURN_IF_ERROR(c.Allreduce(&seconds, &seconds, 1, DataType::kF64, ReduceOp::kMax));
+    RY_RETURN_IF_ERROR(c.Allreduce(&wrong, &wrong, 1, DataType::kI64, ReduceOp::kSum));
+    CommBenchRow row;
+    row.size_bytes = count * es;
+    row.count = count;
+    row.type = std::string(DataTypeName(o.type));
+    if (o.op == BenchOp::kAllreduce || o.op == BenchOp::kReduceScatter) {
+      row.redop = std::string(ReduceOpName(o.redop));
+    }
+    row.time_us = seconds * 1e6;
+    row.algbw_gbps = seconds > 0 ? static_cast<double>(row.size_bytes) / seconds / 1e9 : 0;
+    row.busbw_gbps = row.algbw_gbps * BusBandwidthFactor(o.op, n);
+    row.wrong = static_cast<uint64_t>(wrong);
+    rows.push_back(row);
+    if (bytes > o.sizes.max_bytes / 2) break;  // also ends the loop before overflow
+  }
+  return rows;
+}
+
+std::string FormatCommBenchTable(const std::vector<CommBenchRow>& rows, const std::string& title) {
+  std::string out = fmt::format("# {}\n", title);
+  out += fmt::format("#{:>12} {:>12} {:>6} {:>6} {:>10} {:>8} {:>8} {:>7}\n", "size", "count",
+                     "type", "redop", "time", "algbw", "busbw", "#wrong");
+  out += fmt::format("#{:>12} {:>12} {:>6} {:>6} {:>10} {:>8} {:>8} {:>7}\n", "(B)",
+                     "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
+  uint64_t wrong = 0;
+  double busbw = 0;
+  for (const auto& r : rows) {
+    out += fmt::format(" {:>12} {:>12} {:>6} {:>6} {:>10.2f} {:>8.3f} {:>8.3f} {:>7}\n",
+                       r.size_bytes, r.count, r.type, r.redop.empty() ? "none" : r.redop,
+                       r.time_us, r.algbw_gbps, r.busbw_gbps, r.wrong);
+    wrong += r.wrong;
+    busbw += r.busbw_gbps;
+  }
+  out += fmt::format("# Out of bounds values : {} {}\n", wrong, wrong == 0 ? "OK" : "FAILED");
+  out += fmt::format("# Avg bus bandwidth    : {:.3f}\n", rows.empty() ? 0.0 : busbw / rows.size());
+  return out;
+}
+
+std::string CommBenchJson(const std::vector<CommBenchRow>& rows) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& r : rows) {
+    j.push_back({{"size_bytes", r.size_bytes}, {"count", r.count}, {"type", r.type},
+                 {"time_us", r.time_us}, {"algbw_gbps", r.algbw_gbps},
+                 {"busbw_gbps", r.busbw_gbps}, {"wrong", r.wrong}});
+  }
+  return j.dump(2) + "\n";
+}
+
+}  // namespace railyard::comm

@@ -1,0 +1,128 @@
+#include "railyard/comm/bootstrap.h"
+
+#include <charconv>
+#include <cstdlib>
+
+#include "railyard/net/file_store.h"
+#include "railyard/net/peer_directory.h"
+#include "railyard/net/select.h"
+#include "railyard/net/tcp_store.h"
+
+namespace railyard::comm {
+namespace {
+
+Result<int> ParseInt(const std::string& name, const std::string& text) {
+  int v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    return InvalidArgument("{}='{}' is not an integer", name, text);
+  }
+  return v;
+}
+
+}  // namespace
+
+Result<BootstrapConfig> BootstrapConfigFromEnvironment(
+    const std::map<std::string, std::string>* env) {
+  auto get = [&](const char* name) -> std::string {
+    if (env != nullptr) {
+      auto it = env->find(name);
+      return it == env->end() ? "" : it->second;
+    }
+    const char* v = std::getenv(name);
+    return v ? v : "";
+  };
+  BootstrapConfig c;
+  std::string rank_var = get("RAILYARD_RANK").empty() ? "RANK" : "RAILYARD_RANK";
+  std::string size_var = get("RAILYARD_WORLD_SIZE").empty() ? "WORLD_SIZE" : "RAILYARD_WORLD_SIZE";
+  if (get(rank_var.c_str()).empty() || get(size_var.c_str()).empty()) {
+    return InvalidArgument("RAILYARD_RANK and RAILYARD_WORLD_SIZE (or RANK and WORLD_SIZE) must "
+                           "be set: this process does not know its place in the job");
+  }
+  RY_ASSIGN_OR_RETURN(c.rank, ParseInt(rank_var, get(rank_var.c_str())));
+  RY_ASSIGN_OR_RETURN(c.world_size, ParseInt(size_var, get(size_var.c_str())));
+  if (c.world_size < 1 || c.rank < 0 || c.rank >= c.world_size) {
+    return InvalidArgument("{}={} is outside {}={}", rank_var, c.rank, size_var, c.world_size);
+  }
+  c.store_address = get("RAILYARD_STORE");
+  c.store_dir = get("RAILYARD_STORE_DIR");
+  if (c.store_address.empty() && c.store_dir.empty() && !get("MASTER_ADDR").empty()) {
+    if (get("MASTER_PORT").empty()) return InvalidArgument("MASTER_ADDR is set but MASTER_PORT is not");
+    c.store_address = get("MASTER_ADDR") + ":" + get("MASTER_PORT");
+  }
+  if (c.store_address.empty() && c.store_dir.empty()) {
+    return InvalidArgument("no rendezvous store: set RAILYARD_STORE=host:port, "
+                           "RAILYARD_STORE_DIR=/shared/dir, or MASTER_ADDR and MASTER_PORT");
+  }
+  c.secret = get("RAILYARD_JOB_SECRET");
+  if (c.secret.empty()) {
+    return InvalidArgument("RAILYARD_JOB_SECRET is not set: the launcher must generate one per "
+                           "job (e.g. `openssl rand -hex 16`) and pass it to every rank");
+  }
+  if (auto t = get("RAILYARD_TRANSPORT"); !t.empty()) c.transport = t;
+  c.socket_ifname = get("RAILYARD_SOCKET_IFNAME");
+  if (auto p = get("RAILYARD_OFI_PROVIDER"); !p.empty()) c.ofi_provider = p;
+  c.ofi_domain = get("RAILYARD_OFI_DOMAIN");
+  if (auto j = get("RAILYARD_JOB_ID"); !j.empty()) c.job_id = j;
+  c.serve_store = get("RAILYARD_STORE_SERVE") == "1" && c.rank == 0;
+  if (c.serve_store && c.store_address.empty()) {
+    return InvalidArgument("RAILYARD_STORE_SERVE=1 needs RAILYARD_STORE=ip:port to listen on");
+  }
+  if (env == nullptr) {
+    RY_ASSIGN_OR_RETURN(c.comm, CommOptions::FromEnvironment());
+  }
+  return c;
+}
+
+Result<Bootstrapped> Bootstrap(const BootstrapConfig& config, base::Deadline deadline) {
+  Bootstrapped b;
+  if (config.serve_store) {
+    auto colon = config.store_address.rfind(':');
+    net::TcpStoreServerOptions so;
+    so.bind_ip = config.store_address.substr(0, colon);
+    so.port = std::atoi(config.store_address.c_str() + colon + 1);
+    so.secret = config.secret;
+    auto server = net::TcpStoreServer::Start(so);
+    if (!server.ok()) {
+      return server.status().WithContext(
+          fmt::format("rank 0: serving the rendezvous store at {}", config.store_address));
+    }
+    b.store_server = std::move(*server);
+  }
+  if (!config.store_address.empty()) {
+    auto s = net::ConnectTcpStore(config.store_address, config.secret, deadline);
+    if (!s.ok()) return s.status().WithContext(fmt::format("rank {}: rendezvous", config.rank));
+    b.store = std::move(*s);
+  } else {
+    RY_ASSIGN_OR_RETURN(b.store, net::OpenFileStore(config.store_dir));
+  }
+  // Which hosts: decides whether shm can carry everything.
+  std::string prefix = config.job_id + "/comm";
+  net::PeerInfo self;
+  RY_ASSIGN_OR_RETURN(std::vector<net::PeerInfo> all,
+                      net::ExchangePeerInfo(*b.store, prefix + "/hosts", config.rank,
+                                            config.world_size, self, "", deadline));
+  bool one_host = true;
+  for (const auto& p : all) one_host = one_host && p.host == all[0].host;
+  RY_ASSIGN_OR_RETURN(b.transport, net::ResolveTransport(config.transport, one_host));
+  net::TransportOptions o;
+  o.rank = config.rank;
+  o.size = config.world_size;
+  o.store = b.store.get();
+  o.key_prefix = prefix;
+  o.secret = config.secret;
+  o.socket_ifname = config.socket_ifname;
+  net::OfiOptions ofi;
+  ofi.provider = config.ofi_provider;
+  ofi.domain = config.ofi_domain;
+  RY_ASSIGN_OR_RETURN(auto transport, net::NewTransport(b.transport, o, ofi));
+  Status started = transport->Start(deadline);
+  if (!started.ok()) {
+    return started.WithContext(fmt::format("rank {}: starting transport {}", config.rank,
+                                           b.transport));
+  }
+  RY_ASSIGN_OR_RETURN(b.comm, Communicator::Create(std::move(transport), config.comm));
+  return b;
+}
+
+}  // namespace railyard::comm

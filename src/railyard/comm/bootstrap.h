@@ -1,0 +1,61 @@
+// Building a Communicator from the environment a launcher (railyard, torchrun, srun, an
+// Indexed Job) gives each rank.
+//
+//   RAILYARD_RANK / RANK, RAILYARD_WORLD_SIZE / WORLD_SIZE      who and how many (required)
+//   RAILYARD_STORE=host:port (TcpStore) or RAILYARD_STORE_DIR=/shared/dir (FileStore);
+//     else MASTER_ADDR + MASTER_PORT (TcpStore, torchrun's names)
+//   RAILYARD_JOB_SECRET        proven by every store and data connection (required for tcp)
+//   RAILYARD_TRANSPORT         auto (default), tcp, shm, ofi
+//   RAILYARD_SOCKET_IFNAME     interface for tcp, NCCL_SOCKET_IFNAME syntax
+//   RAILYARD_OFI_PROVIDER, RAILYARD_OFI_DOMAIN   libfabric provider and domain
+//   RAILYARD_COMM_*            CommOptions (see communicator.h)
+//   RAILYARD_JOB_ID            separates communicators of different jobs on one store
+//   RAILYARD_STORE_SERVE=1     on rank 0: serve the TcpStore at RAILYARD_STORE itself
+//
+// Errors name the variable and what was expected.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "railyard/base/clock.h"
+#include "railyard/base/status.h"
+#include "railyard/comm/communicator.h"
+#include "railyard/net/store.h"
+#include "railyard/net/tcp_store.h"
+
+namespace railyard::comm {
+
+struct BootstrapConfig {
+  int rank = -1;
+  int world_size = 0;
+  std::string store_address;  // host:port
+  std::string store_dir;
+  std::string secret;
+  std::string transport = "auto";
+  std::string socket_ifname;
+  std::string ofi_provider = "tcp;ofi_rxm";
+  std::string ofi_domain;
+  std::string job_id = "job";
+  bool serve_store = false;
+  CommOptions comm;
+};
+
+// Reads the variables above through `getenv` (tests pass their own map).
+Result<BootstrapConfig> BootstrapConfigFromEnvironment(
+    const std::map<std::string, std::string>* env = nullptr);
+
+struct Bootstrapped {
+  std::unique_ptr<net::TcpStoreServer> store_server;  // rank 0 with serve_store
+  std::unique_ptr<net::Store> store;
+  std::unique_ptr<Communicator> comm;
+  std::string transport;  // the backend chosen
+};
+
+// Connects to the store, learns whether all ranks share this host, creates and starts the
+// transport and the communicator. Every step is bounded by `deadline`.
+Result<Bootstrapped> Bootstrap(const BootstrapConfig& config, base::Deadline deadline);
+
+}  // namespace railyard::comm

@@ -1,0 +1,462 @@
+#include "railyard/comm/communicator.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <numeric>
+
+#include "railyard/base/logging.h"
+#include "railyard/base/units.h"
+#include "railyard/comm/internal/op_context.h"
+
+namespace railyard::comm {
+namespace {
+
+const base::Logger kLog("comm");
+
+// Time a rank spends finding the culprit, and telling the others, after its deadline: both
+// together stay under the one second the issue allows past the deadline.
+constexpr auto kProbeBudget = std::chrono::milliseconds(450);
+constexpr auto kAbortBudget = std::chrono::milliseconds(300);
+
+enum class OpKind : uint32_t {
+  kSend = 1, kRecv, kBarrier, kBroadcast, kReduce, kAllreduce, kReduceScatter, kAllgather,
+  kAlltoall,
+};
+
+std::string_view OpName(OpKind k) {
+  switch (k) {
+    case OpKind::kSend: return "send";
+    case OpKind::kRecv: return "recv";
+    case OpKind::kBarrier: return "barrier";
+    case OpKind::kBroadcast: return "broadcast";
+    case OpKind::kReduce: return "reduce";
+    case OpKind::kAllreduce: return "allreduce";
+    case OpKind::kReduceScatter: return "reduce_scatter";
+    case OpKind::kAllgather: return "allgather";
+    case OpKind::kAlltoall: return "alltoall";
+  }
+  return "?";
+}
+
+// What ranks compare in the consistency check; fixed layout, sent as bytes.
+struct WireDesc {
+  uint32_t kind;
+  uint32_t type;
+  uint32_t op;
+  int32_t root;
+  uint64_t count;
+  uint64_t seq;
+};
+
+constexpr net::Tag kCheckPhase = 200;
+
+}  // namespace
+
+struct Communicator::OpDesc {
+  OpKind kind;
+  DataType type = DataType::kU8;
+  ReduceOp op = ReduceOp::kSum;
+  int root = -1;
+  size_t count = 0;
+  bool collective = true;  // send/recv are not checked for consistency
+
+  std::string Describe(uint64_t seq, Algorithm algo) const {
+    std::string s = fmt::format("{} #{} ({} x {}", OpName(kind), seq, count, DataTypeName(type));
+    if (kind == OpKind::kReduce || kind == OpKind::kAllreduce ||
+        kind == OpKind::kReduceScatter) {
+      s += fmt::format(", {}", ReduceOpName(op));
+    }
+    if (root >= 0) s += fmt::format(", {} {}", collective ? "root" : "peer", root);
+    if (algo != Algorithm::kAuto) s += fmt::format(", {}", AlgorithmName(algo));
+    return s + ")";
+  }
+};
+
+std::string_view AlgorithmName(Algorithm a) {
+  switch (a) {
+    case Algorithm::kAuto: return "auto";
+    case Algorithm::kRing: return "ring";
+    case Algorithm::kRecursiveDoubling: return "rd";
+    case Algorithm::kTree: return "tree";
+    case Algorithm::kPairwise: return "pairwise";
+  }
+  return "?";
+}
+
+Result<Algorithm> ParseAlgorithm(std::string_view text) {
+  if (text == "auto") return Algorithm::kAuto;
+  if (text == "ring") return Algorithm::kRing;
+  if (text == "rd" || text == "recursive_doubling") return Algorithm::kRecursiveDoubling;
+  if (text == "tree") return Algorithm::kTree;
+  if (text == "pairwise") return Algorithm::kPairwise;
+  return InvalidArgument("unknown algorithm '{}'; expected auto, ring, rd, tree or pairwise",
+                         text);
+}
+
+Result<CommOptions> CommOptions::FromEnvironment() {
+  CommOptions o;
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+  };
+  if (auto v = env("RAILYARD_COMM_TIMEOUT"); !v.empty()) {
+    auto d = base::ParseDuration(v);
+    if (!d.ok()) return d.status().WithContext("RAILYARD_COMM_TIMEOUT");
+    o.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+  }
+  if (auto v = env("RAILYARD_COMM_ALGO"); !v.empty()) {
+    auto a = ParseAlgorithm(v);
+    if (!a.ok()) return a.status().WithContext("RAILYARD_COMM_ALGO");
+    o.algorithm = *a;
+  }
+  if (auto v = env("RAILYARD_COMM_CHECK"); !v.empty()) o.check_consistency = v != "0";
+  if (auto v = env("RAILYARD_COMM_PIECE"); !v.empty()) {
+    auto b = base::ParseBytes(v);
+    if (!b.ok()) return b.status().WithContext("RAILYARD_COMM_PIECE");
+    o.piece_bytes = std::max<uint64_t>(*b, 4096);
+  }
+  return o;
+}
+
+Status Work::Wait() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return done_; });  // bounded: the operation has its own deadline
+  return status_;
+}
+
+bool Work::Done() const {
+  std::lock_guard lock(mu_);
+  return done_;
+}
+
+Communicator::Communicator(std::unique_ptr<net::Transport> transport, CommOptions options)
+    : transport_(std::move(transport)), options_(std::move(options)) {
+  rank_ = transport_->rank();
+  size_ = transport_->size();
+}
+
+Result<std::unique_ptr<Communicator>> Communicator::Create(
+    std::unique_ptr<net::Transport> transport, CommOptions options) {
+  if (!transport) return InvalidArgument("communicator: no transport");
+  int n = transport->size();
+  if (options.ring_order.empty()) {
+    options.ring_order.resize(n);
+    std::iota(options.ring_order.begin(), options.ring_order.end(), 0);
+  }
+  std::vector<int> sorted = options.ring_order;
+  std::sort(sorted.begin(), sorted.end());
+  for (int i = 0; i < n; ++i) {
+    if (static_cast<int>(sorted.size()) != n || sorted[i] != i) {
+      return InvalidArgument("communicator: ring order must list each of the {} ranks once", n);
+    }
+  }
+  std::unique_ptr<Communicator> c(new Communicator(std::move(transport), std::move(options)));
+  c->position_.resize(n);
+  for (int i = 0; i < n; ++i) c->position_[c->options_.ring_order[i]] = i;
+  return c;
+}
+
+Communicator::~Communicator() {
+  {
+    std::lock_guard lock(queue_mu_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+Status Communicator::CheckConsistency(OpContext& ctx, const OpDesc& desc) {
+  if (size_ == 1) return Status::Ok();
+  WireDesc mine{static_cast<uint32_t>(desc.kind), static_cast<uint32_t>(desc.type),
+                static_cast<uint32_t>(desc.op), desc.root, desc.count, seq_};
+  WireDesc theirs{};
+  int next = (rank_ + 1) % size_, prev = (rank_ - 1 + size_) % size_;
+  RY_ASSIGN_OR_RETURN(auto q, ctx.Recv(prev, kCheckPhase, &theirs, sizeof theirs));
+  RY_ASSIGN_OR_RETURN(auto s, ctx.Send(next, kCheckPhase, &mine, sizeof mine));
+  std::vector<net::Request> reqs = {q, s};
+  RY_RETURN_IF_ERROR(ctx.WaitAll(reqs));
+  if (std::memcmp(&mine, &theirs, sizeof mine) == 0) return Status::Ok();
+  OpDesc other{static_cast<OpKind>(theirs.kind), static_cast<DataType>(theirs.type % 7),
+               static_cast<ReduceOp>(theirs.op % 5), theirs.root, theirs.count};
+  return FailedPrecondition("mismatched collective calls: {} called {}, while {} called {}",
+                            net::DescribePeer(peer(prev)),
+                            other.Describe(theirs.seq, Algorithm::kAuto),
+                            net::DescribePeer(peer(rank_)), desc.Describe(seq_, Algorithm::kAuto));
+}
+
+// Turns a transport error into one that names the culprit, and tells every rank.
+Status Communicator::Attribute(const OpDesc& desc, Status error,
+                               base::Clock::time_point start) {
+  std::string what = desc.Describe(desc.collective ? seq_ : p2p_seq_, Algorithm::kAuto);
+  double elapsed = base::SecondsSince(start);
+  if (error.code() == StatusCode::kAborted) {
+    // Another rank found the culprit and said so; its message names it.
+    return Aborted("{} aborted after {:.2f} s: {}", what, elapsed, error.message());
+  }
+  std::string culprit;
+  StatusCode code = error.code();
+  if (code == StatusCode::kDeadlineExceeded) {
+    std::vector<int> others;
+    for (int r = 0; r < size_; ++r) {
+      if (r != rank_) others.push_back(r);
+    }
+    auto results = transport_->Probe(others, base::Deadline::After(kProbeBudget));
+    std::string activities;
+    for (const auto& pr : results) {
+      const std::string who = net::DescribePeer(peer(pr.rank));
+      if (pr.state == net::ProbeResult::State::kDead) {
+        culprit += fmt::format("{}{} is gone: {}", culprit.empty() ? "" : "; ", who, pr.detail);
+      } else if (pr.state == net::ProbeResult::State::kUnresponsive) {
+        culprit += fmt::format("{}{} is unresponsive: {}", culprit.empty() ? "" : "; ", who,
+                               pr.detail);
+      } else if (activities.size() < 2000) {
+        activities += fmt::format("; rank {}: {}", pr.rank, pr.activity);
+      }
+    }
+    if (culprit.empty()) {
+      culprit = fmt::format("no rank failed: every rank answered a probe, so the ranks are "
+                            "probably not calling the same operations (try "
+                            "RAILYARD_COMM_CHECK=1){}. Transport: {}",
+                            activities, error.message());
+    }
+  } else {
+    culprit = error.message();
+  }
+  std::string reason = fmt::format("{} on rank {} failed: {}", what, rank_, culprit);
+  transport_->Abort(reason, base::Deadline::After(kAbortBudget));
+  kLog.Error("{}", reason);
+  return Status(code, fmt::format("{} failed after {:.2f} s (deadline {}): {}", what, elapsed,
+                                  base::FormatDuration(options_.timeout), culprit));
+}
+
+Status Communicator::Run(const OpDesc& desc, const CollectiveOptions& options,
+                         const std::function<Status(OpContext&)>& body) {
+  std::lock_guard lock(op_mu_);
+  if (!failed_.ok()) return failed_;
+  auto timeout = options.timeout.value_or(options_.timeout);
+  auto start = base::Clock::now();
+  OpContext ctx;
+  ctx.transport = transport_.get();
+  ctx.rank = rank_;
+  ctx.size = size_;
+  ctx.order = &options_.ring_order;
+  ctx.position = &position_;
+  ctx.tag_base = seq_ << 8;
+  ctx.deadline = base::Deadline::After(timeout);
+  ctx.piece_bytes = options_.piece_bytes;
+  ctx.scratch = &scratch_;
+  // Point-to-point calls happen on some ranks only: they must not advance the collective
+  // sequence (which every rank shares and which names the tags).
+  uint64_t& counter = desc.collective ? seq_ : p2p_seq_;
+  transport_->SetActivity(fmt::format("in {}", desc.Describe(counter, Algorithm::kAuto)));
+  Status st;
+  if (options_.check_consistency && desc.collective) st = CheckConsistency(ctx, desc);
+  if (st.ok()) st = body(ctx);
+  if (!st.ok()) {
+    if (st.code() == StatusCode::kFailedPrecondition ||
+        st.code() == StatusCode::kInvalidArgument) {
+      // A local finding (mismatch): tell the others, keep the message.
+      std::string reason = fmt::format("{}: {}", desc.Describe(counter, Algorithm::kAuto),
+                                       st.message());
+      transport_->Abort(reason, base::Deadline::After(kAbortBudget));
+      failed_ = Status(st.code(), reason);
+    } else {
+      failed_ = Attribute(desc, st, start);
+    }
+    ++counter;
+    transport_->SetActivity("failed");
+    return failed_;
+  }
+  ++counter;
+  transport_->SetActivity(fmt::format("idle after {} #{}", desc.collective ? "collective" : "send/recv",
+                                      counter - 1));
+  return Status::Ok();
+}
+
+namespace {
+Algorithm Choose(Algorithm call, Algorithm comm) { return call != Algorithm::kAuto ? call : comm; }
+}  // namespace
+
+Status Communicator::Send(const void* data, size_t count, DataType type, int peer_rank,
+                          CollectiveOptions options) {
+  DrainAsync();
+  OpDesc d{OpKind::kSend, type, ReduceOp::kSum, peer_rank, count, false};
+  if (peer_rank < 0 || peer_rank >= size_) {
+    return InvalidArgument("send: peer rank {} is outside world size {}", peer_rank, size_);
+  }
+  return Run(d, options, [&](OpContext& c) -> Status {
+    // Point-to-point messages share one tag space (phase 255, sequence 0), so that they
+    // match by call order per peer whatever collectives ran in between on either side.
+    RY_ASSIGN_OR_RETURN(auto s, transport_->PostSend(peer_rank, 0xff, data, count * SizeOf(type)));
+    return c.Wait(s);
+  });
+}
+
+Status Communicator::Recv(void* data, size_t count, DataType type, int peer_rank,
+                          CollectiveOptions options) {
+  DrainAsync();
+  OpDesc d{OpKind::kRecv, type, ReduceOp::kSum, peer_rank, count, false};
+  if (peer_rank < 0 || peer_rank >= size_) {
+    return InvalidArgument("recv: peer rank {} is outside world size {}", peer_rank, size_);
+  }
+  return Run(d, options, [&](OpContext& c) -> Status {
+    RY_ASSIGN_OR_RETURN(auto q, transport_->PostRecv(peer_rank, 0xff, data, count * SizeOf(type)));
+    RY_RETURN_IF_ERROR(c.Wait(q));
+    size_t got = transport_->ReceivedBytes(q);
+    if (got != count * SizeOf(type)) {
+      return DataLoss("recv from {}: expected {} bytes, got {}", net::DescribePeer(peer(peer_rank)),
+                      count * SizeOf(type), got);
+    }
+    return Status::Ok();
+  });
+}
+
+Status Communicator::Barrier(CollectiveOptions options) {
+  DrainAsync();
+  return Run({OpKind::kBarrier}, options, [&](OpContext& c) { return DisseminationBarrier(c); });
+}
+
+Status Communicator::Broadcast(void* data, size_t count, DataType type, int root,
+                               CollectiveOptions options) {
+  DrainAsync();
+  if (root < 0 || root >= size_) {
+    return InvalidArgument("broadcast: root {} is outside world size {}", root, size_);
+  }
+  OpDesc d{OpKind::kBroadcast, type, ReduceOp::kSum, root, count};
+  size_t bytes = count * SizeOf(type);
+  Algorithm a = Choose(options.algorithm, options_.algorithm);
+  if (a == Algorithm::kAuto) a = bytes <= options_.small_message_bytes ? Algorithm::kTree : Algorithm::kRing;
+  return Run(d, options, [&](OpContext& c) {
+    char* p = static_cast<char*>(data);
+    return a == Algorithm::kRing ? ChainBroadcast(c, p, bytes, root) : TreeBroadcast(c, p, bytes, root);
+  });
+}
+
+Status Communicator::Reduce(const void* send, void* recv, size_t count, DataType type,
+                            ReduceOp op, int root, CollectiveOptions options) {
+  DrainAsync();
+  if (root < 0 || root >= size_) {
+    return InvalidArgument("reduce: root {} is outside world size {}", root, size_);
+  }
+  OpDesc d{OpKind::kReduce, type, op, root, count};
+  return Run(d, options, [&](OpContext& c) {
+    return TreeReduce(c, static_cast<const char*>(send), static_cast<char*>(recv), count, type,
+                      op, root);
+  });
+}
+
+Status Communicator::Allreduce(const void* send, void* recv, size_t count, DataType type,
+                               ReduceOp op, CollectiveOptions options) {
+  DrainAsync();
+  OpDesc d{OpKind::kAllreduce, type, op, -1, count};
+  Algorithm a = Choose(options.algorithm, options_.algorithm);
+  if (a == Algorithm::kAuto) {
+    // Ring needs at least an element per rank to be worth its 2(n-1) steps.
+    a = count * SizeOf(type) <= options_.small_message_bytes || count < static_cast<size_t>(size_)
+            ? Algorithm::kRecursiveDoubling
+            : Algorithm::kRing;
+  }
+  return Run(d, options, [&](OpContext& c) {
+    auto* s = static_cast<const char*>(send);
+    auto* r = static_cast<char*>(recv);
+    return a == Algorithm::kRing ? RingAllreduce(c, s, r, count, type, op)
+                                 : RecursiveDoublingAllreduce(c, s, r, count, type, op);
+  });
+}
+
+Status Communicator::ReduceScatter(const void* send, void* recv, size_t recv_count, DataType type,
+                                   ReduceOp op, CollectiveOptions options) {
+  DrainAsync();
+  OpDesc d{OpKind::kReduceScatter, type, op, -1, recv_count};
+  return Run(d, options, [&](OpContext& c) {
+    return RingReduceScatter(c, static_cast<const char*>(send), static_cast<char*>(recv),
+                             recv_count, type, op);
+  });
+}
+
+Status Communicator::Allgather(const void* send, void* recv, size_t send_count, DataType type,
+                               CollectiveOptions options) {
+  DrainAsync();
+  OpDesc d{OpKind::kAllgather, type, ReduceOp::kSum, -1, send_count};
+  return Run(d, options, [&](OpContext& c) {
+    return RingAllgather(c, static_cast<const char*>(send), static_cast<char*>(recv),
+                         send_count * SizeOf(type));
+  });
+}
+
+Status Communicator::Alltoall(const void* send, void* recv, size_t count, DataType type,
+                              CollectiveOptions options) {
+  DrainAsync();
+  if (send == recv && size_ > 1 && count > 0) {
+    return InvalidArgument("alltoall: in-place (send == recv) is not supported; pass two buffers");
+  }
+  OpDesc d{OpKind::kAlltoall, type, ReduceOp::kSum, -1, count};
+  return Run(d, options, [&](OpContext& c) {
+    return PairwiseAlltoall(c, static_cast<const char*>(send), static_cast<char*>(recv),
+                            count * SizeOf(type));
+  });
+}
+
+void Communicator::Abort(std::string_view reason) {
+  transport_->Abort(fmt::format("rank {} called abort: {}", rank_, reason),
+                    base::Deadline::After(kAbortBudget));
+}
+
+std::shared_ptr<Work> Communicator::Submit(std::function<Status()> fn) {
+  auto work = std::make_shared<Work>();
+  std::lock_guard lock(queue_mu_);
+  if (!worker_.joinable()) worker_ = std::thread([this] { WorkerLoop(); });
+  ++submitted_;
+  queue_.push_back([work, fn = std::move(fn)] {
+    Status st = fn();
+    {
+      std::lock_guard l(work->mu_);
+      work->status_ = st;
+      work->done_ = true;
+    }
+    work->cv_.notify_all();
+  });
+  queue_cv_.notify_all();
+  return work;
+}
+
+// Blocking calls wait for earlier non-blocking ones: every rank must see the same order.
+void Communicator::DrainAsync() {
+  if (std::this_thread::get_id() == worker_.get_id()) return;
+  std::unique_lock lock(queue_mu_);
+  queue_cv_.wait(lock, [&] { return finished_ == submitted_; });
+}
+
+void Communicator::WorkerLoop() {
+  std::unique_lock lock(queue_mu_);
+  for (;;) {
+    queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;
+    auto task = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    task();
+    lock.lock();
+    ++finished_;
+    queue_cv_.notify_all();
+  }
+}
+
+std::shared_ptr<Work> Communicator::AllreduceAsync(const void* send, void* recv, size_t count,
+                                                   DataType type, ReduceOp op,
+                                                   CollectiveOptions options) {
+  return Submit([=, this] { return Allreduce(send, recv, count, type, op, options); });
+}
+
+std::shared_ptr<Work> Communicator::AllgatherAsync(const void* send, void* recv,
+                                                   size_t send_count, DataType type,
+                                                   CollectiveOptions options) {
+  return Submit([=, this] { return Allgather(send, recv, send_count, type, options); });
+}
+
+std::shared_ptr<Work> Communicator::BroadcastAsync(void* data, size_t count, DataType type,
+                                                   int root, CollectiveOptions options) {
+  return Submit([=, this] { return Broadcast(data, count, type, root, options); });
+}
+
+}  // namespace railyard::comm

@@ -1,0 +1,174 @@
+// Communicator: host-memory collectives over a net::Transport, that never hang and name the
+// rank that failed.
+//
+//   RY_ASSIGN_OR_RETURN(auto comm, Communicator::Create(std::move(transport), CommOptions{}));
+//   RY_RETURN_IF_ERROR(comm->Allreduce(grad, grad, n, DataType::kF32, ReduceOp::kSum));
+//
+// Every operation has a sequence number and a deadline (CommOptions::timeout, or the call's
+// CollectiveOptions). When a peer dies, stalls or becomes unreachable, every surviving rank
+// returns an error within the deadline plus about one second, naming the operation, its
+// sequence number, and the failed rank with its host: the rank that notices first probes
+// the others (a rank inside a communication call answers probes; a stopped or cut-off rank
+// does not; a dead one refuses connections), then aborts the job with that finding, so the
+// others fail with the same culprit instead of blaming their neighbour. After any error the
+// communicator is failed and every later call returns that error.
+//
+// With CommOptions::check_consistency, ranks compare (operation, type, count, root) with
+// their ring neighbours before each collective: mismatched calls become a clear error
+// naming both ranks instead of corrupt data or a hang.
+//
+// Algorithms: ring (bandwidth-optimal, pipelined in pieces) for large messages, recursive
+// doubling / binomial trees for small ones, pairwise exchange for alltoall. kAuto picks by
+// size; RAILYARD_COMM_ALGO or CollectiveOptions::algorithm override. The ring follows
+// `ring_order` (a permutation of ranks, e.g. from topology: neighbours on one leaf next to
+// each other).
+//
+// Thread-safety: blocking calls and the *Async variants may come from any thread; they run
+// one at a time, in the order they were issued. Abort() may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "railyard/base/clock.h"
+#include "railyard/base/status.h"
+#include "railyard/comm/types.h"
+#include "railyard/net/transport.h"
+
+namespace railyard::comm {
+
+enum class Algorithm { kAuto, kRing, kRecursiveDoubling, kTree, kPairwise };
+std::string_view AlgorithmName(Algorithm algorithm);
+// "auto", "ring", "rd" (or "recursive_doubling"), "tree", "pairwise".
+Result<Algorithm> ParseAlgorithm(std::string_view text);
+
+struct CommOptions {
+  std::chrono::milliseconds timeout{30000};  // per operation; RAILYARD_COMM_TIMEOUT
+  bool check_consistency = false;            // RAILYARD_COMM_CHECK=1
+  Algorithm algorithm = Algorithm::kAuto;    // RAILYARD_COMM_ALGO
+  // Messages up to this size use latency-optimal algorithms under kAuto.
+  size_t small_message_bytes = 64 << 10;
+  // Ring pipelines its blocks in pieces of this size (rounded to the element size).
+  size_t piece_bytes = 1 << 20;  // RAILYARD_COMM_PIECE
+  std::vector<int> ring_order;   // empty: 0, 1, ..., n-1
+
+  // Defaults overridden by the RAILYARD_COMM_* variables above; INVALID_ARGUMENT names the
+  // variable and its bad value.
+  static Result<CommOptions> FromEnvironment();
+};
+
+struct CollectiveOptions {
+  std::optional<std::chrono::milliseconds> timeout;  // default: CommOptions::timeout
+  Algorithm algorithm = Algorithm::kAuto;            // kAuto: CommOptions::algorithm
+};
+
+// A non-blocking operation in flight.
+class Work {
+ public:
+  // Waits for the operation to finish; returns its status. Bounded by the operation's own
+  // deadline. May be called more than once.
+  Status Wait();
+  bool Done() const;
+
+ private:
+  friend class Communicator;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  Status status_;
+};
+
+class Communicator {
+ public:
+  // Takes a started transport. Fails INVALID_ARGUMENT for a ring_order that is not a
+  // permutation of the ranks.
+  static Result<std::unique_ptr<Communicator>> Create(std::unique_ptr<net::Transport> transport,
+                                                      CommOptions options);
+  ~Communicator();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  net::Transport& transport() { return *transport_; }
+  const net::PeerInfo& peer(int rank) const { return transport_->peer(rank); }
+
+  // Point to point. Matched by (peer, order of calls).
+  Status Send(const void* data, size_t count, DataType type, int peer,
+              CollectiveOptions options = {});
+  Status Recv(void* data, size_t count, DataType type, int peer, CollectiveOptions options = {});
+
+  Status Barrier(CollectiveOptions options = {});
+  // root's `data` to every rank's `data`.
+  Status Broadcast(void* data, size_t count, DataType type, int root,
+                   CollectiveOptions options = {});
+  // Reduction of every rank's `send` into root's `recv` (`recv` unused elsewhere).
+  Status Reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root,
+                CollectiveOptions options = {});
+  // `send` may equal `recv` (in place).
+  Status Allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                   CollectiveOptions options = {});
+  // `send` holds size() blocks of `recv_count`; rank r receives the reduction of block r.
+  Status ReduceScatter(const void* send, void* recv, size_t recv_count, DataType type,
+                       ReduceOp op, CollectiveOptions options = {});
+  // Every rank's `send_count` elements, concatenated by rank, into every rank's `recv`.
+  Status Allgather(const void* send, void* recv, size_t send_count, DataType type,
+                   CollectiveOptions options = {});
+  // Block j of `send` (count elements) goes to rank j; block i of `recv` comes from rank i.
+  Status Alltoall(const void* send, void* recv, size_t count, DataType type,
+                  CollectiveOptions options = {});
+
+  // Non-blocking variants: queue the operation and return at once; buffers must stay valid
+  // until Work::Wait returns.
+  std::shared_ptr<Work> AllreduceAsync(const void* send, void* recv, size_t count, DataType type,
+                                       ReduceOp op, CollectiveOptions options = {});
+  std::shared_ptr<Work> AllgatherAsync(const void* send, void* recv, size_t send_count,
+                                       DataType type, CollectiveOptions options = {});
+  std::shared_ptr<Work> BroadcastAsync(void* data, size_t count, DataType type, int root,
+                                       CollectiveOptions options = {});
+
+  // Ends the job: every rank's current and next calls fail ABORTED naming this rank and
+  // `reason`.
+  void Abort(std::string_view reason);
+
+  // Operations issued so far (the sequence number of the next one).
+  uint64_t sequence() const { return seq_; }
+
+ private:
+  struct OpDesc;
+  Communicator(std::unique_ptr<net::Transport> transport, CommOptions options);
+  Status Run(const OpDesc& desc, const CollectiveOptions& options,
+             const std::function<Status(struct OpContext&)>& body);
+  Status CheckConsistency(OpContext& ctx, const OpDesc& desc);
+  Status Attribute(const OpDesc& desc, Status error, base::Clock::time_point start);
+  std::shared_ptr<Work> Submit(std::function<Status()> fn);
+  void DrainAsync();
+  void WorkerLoop();
+
+  std::unique_ptr<net::Transport> transport_;
+  CommOptions options_;
+  int rank_ = 0;
+  int size_ = 1;
+  std::vector<int> position_;  // rank -> position in ring_order
+  uint64_t seq_ = 0;      // collectives issued (shared by all ranks: part of every tag)
+  uint64_t p2p_seq_ = 0;  // sends and receives issued by this rank, for messages
+  Status failed_;
+  std::vector<std::vector<char>> scratch_;
+
+  std::mutex op_mu_;  // one operation at a time
+  // Non-blocking operations: a FIFO run by one worker thread, started on first use.
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<std::function<void()>> queue_;
+  uint64_t submitted_ = 0, finished_ = 0;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace railyard::comm

@@ -1,0 +1,94 @@
+// What an algorithm needs to run one collective: the transport, the ranks' ring order, the
+// operation's tag space and deadline, and reusable scratch memory. Internal to comm/.
+#pragma once
+
+#include <cstring>
+#include <vector>
+
+#include "railyard/base/clock.h"
+#include "railyard/base/status.h"
+#include "railyard/comm/types.h"
+#include "railyard/net/transport.h"
+
+namespace railyard::comm {
+
+struct OpContext {
+  net::Transport* transport = nullptr;
+  int rank = 0;
+  int size = 1;
+  const std::vector<int>* order = nullptr;     // ring position -> rank
+  const std::vector<int>* position = nullptr;  // rank -> ring position
+  net::Tag tag_base = 0;                       // sequence << 8; phases use the low byte
+  base::Deadline deadline = base::Deadline::Never();
+  size_t piece_bytes = 1 << 20;
+  std::vector<std::vector<char>>* scratch = nullptr;
+
+  // Reusable buffer `slot` of at least `bytes`.
+  char* Scratch(int slot, size_t bytes) {
+    if (scratch->size() <= static_cast<size_t>(slot)) scratch->resize(slot + 1);
+    auto& v = (*scratch)[slot];
+    if (v.size() < bytes) v.resize(bytes);
+    return v.data();
+  }
+  int RingRank(long pos) const {
+    long n = size;
+    return (*order)[static_cast<size_t>(((pos % n) + n) % n)];
+  }
+  int MyPosition() const { return (*position)[rank]; }
+
+  Result<net::Request> Send(int peer, int phase, const void* data, size_t len) {
+    return transport->PostSend(peer, tag_base | static_cast<net::Tag>(phase), data, len);
+  }
+  Result<net::Request> Recv(int peer, int phase, void* data, size_t len) {
+    return transport->PostRecv(peer, tag_base | static_cast<net::Tag>(phase), data, len);
+  }
+  Status Wait(net::Request r) { return transport->WaitAll({&r, 1}, deadline); }
+  Status WaitAll(std::vector<net::Request>& reqs) {
+    Status st = transport->WaitAll(reqs, deadline);
+    reqs.clear();
+    return st;
+  }
+};
+
+// Splits `count` elements into n blocks as evenly as possible (the first count % n blocks
+// one element longer); offsets and lengths in bytes.
+struct Blocks {
+  std::vector<size_t> offset, bytes;
+  size_t max_bytes = 0;
+  Blocks(size_t count, int n, size_t elem) : offset(n), bytes(n) {
+    size_t base = count / n, extra = count % n, off = 0;
+    for (int i = 0; i < n; ++i) {
+      size_t c = base + (static_cast<size_t>(i) < extra ? 1 : 0);
+      offset[i] = off;
+      bytes[i] = c * elem;
+      off += bytes[i];
+      max_bytes = std::max(max_bytes, bytes[i]);
+    }
+  }
+};
+
+// Pieces of a block for pipelining: [begin, end) byte ranges, element-aligned. An empty block
+// has no pieces.
+inline std::vector<std::pair<size_t, size_t>> Pieces(size_t bytes, size_t piece, size_t elem) {
+  std::vector<std::pair<size_t, size_t>> out;
+  piece = std::max(elem, piece / elem * elem);
+  for (size_t off = 0; off < bytes; off += piece) out.emplace_back(off, std::min(bytes, off + piece));
+  return out;
+}
+
+// Algorithms (ring.cc, small.cc). `send` may equal `recv` where the collective allows.
+Status RingAllreduce(OpContext& c, const char* send, char* recv, size_t count, DataType type,
+                     ReduceOp op);
+Status RingReduceScatter(OpContext& c, const char* send, char* recv, size_t recv_count,
+                         DataType type, ReduceOp op);
+Status RingAllgather(OpContext& c, const char* send, char* recv, size_t send_bytes);
+Status ChainBroadcast(OpContext& c, char* data, size_t bytes, int root);
+Status RecursiveDoublingAllreduce(OpContext& c, const char* send, char* recv, size_t count,
+                                  DataType type, ReduceOp op);
+Status TreeBroadcast(OpContext& c, char* data, size_t bytes, int root);
+Status TreeReduce(OpContext& c, const char* send, char* recv, size_t count, DataType type,
+                  ReduceOp op, int root);
+Status DisseminationBarrier(OpContext& c);
+Status PairwiseAlltoall(OpContext& c, const char* send, char* recv, size_t block_bytes);
+
+}  // namespace railyard::comm

@@ -1,0 +1,50 @@
+#include "railyard/net/peer_directory.h"
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+namespace railyard::net {
+
+std::string LocalHostName() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "unknown-host";
+  return buf;
+}
+
+Result<std::vector<PeerInfo>> ExchangePeerInfo(Store& store, const std::string& prefix,
+                                               int rank, int size, PeerInfo self,
+                                               const std::string& host,
+                                               base::Deadline deadline) {
+  self.rank = rank;
+  self.pid = static_cast<int>(::getpid());
+  self.host = host.empty() ? LocalHostName() : host;
+  nlohmann::json j = {{"host", self.host}, {"pid", self.pid}, {"address", self.address}};
+  RY_RETURN_IF_ERROR(store.Set(fmt::format("{}/peer/{}", prefix, rank), j.dump(), deadline));
+  std::vector<std::string> keys;
+  for (int r = 0; r < size; ++r) keys.push_back(fmt::format("{}/peer/{}", prefix, r));
+  Status waited = store.Wait(keys, deadline);
+  if (!waited.ok()) {
+    return Status(waited.code(),
+                  fmt::format("rank {} waiting for all {} ranks to publish their addresses: {}",
+                              rank, size, waited.message()));
+  }
+  std::vector<PeerInfo> all(size);
+  for (int r = 0; r < size; ++r) {
+    RY_ASSIGN_OR_RETURN(std::string text, store.Get(keys[r], deadline));
+    nlohmann::json pj = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!pj.is_object() || !pj.contains("host") || !pj["host"].is_string() ||
+        !pj.contains("pid") || !pj["pid"].is_number_integer() || !pj.contains("address") ||
+        !pj["address"].is_string()) {
+      return DataLoss("{}: key '{}' does not hold a peer record (host, pid, address): '{}'",
+                      store.Describe(), keys[r], text.substr(0, 200));
+    }
+    all[r].rank = r;
+    all[r].host = pj["host"].get<std::string>();
+    all[r].pid = pj["pid"].get<int>();
+    all[r].address = pj["address"].get<std::string>();
+  }
+  return all;
+}
+
+}  // namespace railyard::net

@@ -1,0 +1,827 @@
+#include "railyard/net/shm/shm_transport.h"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "railyard/base/hmac.h"
+#include "railyard/base/logging.h"
+#include "railyard/net/shm/shm_ring.h"
+
+namespace railyard::net {
+namespace {
+
+using base::Deadline;
+using shm::ProcessState;
+using shm::Segment;
+using shm::SegmentHeader;
+
+const base::Logger kLog("shm");
+
+constexpr uint64_t kHeaderMagic = 0x67736d7972ULL;  // "rymsg"
+constexpr auto kLivenessTick = std::chrono::milliseconds(50);
+
+// Precedes every message in a ring; messages start on 64-byte boundaries.
+struct alignas(64) MessageHeader {
+  uint64_t magic;
+  uint64_t tag;
+  uint64_t len;
+  uint64_t seq;  // per (sender, receiver) stream, for error messages and sanity
+};
+static_assert(sizeof(MessageHeader) == shm::kRecordAlign);
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+std::string Hex(uint64_t v) { return fmt::format("{:#x}", v); }
+
+struct Op {
+  uint64_t id = 0;
+  bool is_send = false;
+  int peer = 0;
+  Tag tag = 0;
+  const char* src = nullptr;
+  char* dst = nullptr;
+  size_t len = 0;         // send length, or the receive's capacity
+  size_t done_bytes = 0;  // copied so far
+  bool header_sent = false;
+  bool complete = false;
+  Status status;
+};
+
+// A message that arrived before its receive was posted.
+struct Unexpected {
+  size_t len = 0;
+  std::unique_ptr<char[]> data;
+  bool complete = false;
+};
+
+struct Key {
+  int peer;
+  Tag tag;
+  bool operator==(const Key&) const = default;
+};
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    return std::hash<uint64_t>()(k.tag * 0x9e3779b97f4a7c15ULL ^ static_cast<uint64_t>(k.peer));
+  }
+};
+
+struct Peer {
+  PeerInfo info;
+  Segment segment;  // the peer's segment: our outbound ring lives there
+  shm::ProcessWatch watch;
+  SegmentHeader* header = nullptr;
+  shm::RingWriter out;  // ring `rank_` in the peer's segment
+  uint64_t out_seq = 0;
+  std::deque<Op*> sends;
+  Status send_broken;
+  shm::RingReader in;  // ring `peer` in our segment
+  uint64_t in_seq = 0;
+  struct Incoming {
+    bool active = false;
+    Tag tag = 0;
+    size_t len = 0;
+    size_t got = 0;
+    Op* op = nullptr;              // receiving into a posted buffer
+    Unexpected* buffer = nullptr;  // or into an unexpected-message buffer
+  } incoming;                      // neither op nor buffer: discarded (its receive was abandoned)
+  int pending = 0;                 // unfinished ops with this peer
+};
+
+class ShmTransport final : public Transport {
+ public:
+  ShmTransport(const TransportOptions& options, const ShmOptions& shm)
+      : options_(options), shm_(shm), rank_(options.rank), size_(options.size) {
+    infos_.resize(static_cast<size_t>(size_));
+    for (int r = 0; r < size_; ++r) infos_[static_cast<size_t>(r)].rank = r;
+    std::string host = options.host;
+    if (host.empty()) {
+      char buf[256] = {};
+      if (::gethostname(buf, sizeof(buf) - 1) == 0) host = buf;
+    }
+    infos_[static_cast<size_t>(rank_)].host = host;
+    infos_[static_cast<size_t>(rank_)].pid = static_cast<int>(::getpid());
+    if (shm_.ring_bytes == 0) {
+      size_t per = (size_t{64} << 20) / static_cast<size_t>(std::max(1, size_ - 1));
+      shm_.ring_bytes = std::clamp(per, size_t{256} << 10, size_t{4} << 20);
+    }
+    shm_.ring_bytes =
+        std::max(shm::kRingAlign, shm_.ring_bytes / shm::kRingAlign * shm::kRingAlign);
+  }
+
+  std::string_view name() const override { return "shm"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const PeerInfo& peer(int rank) const override { return infos_.at(static_cast<size_t>(rank)); }
+
+  Status Start(Deadline deadline) override;
+  Result<Request> PostSend(int peer, Tag tag, const void* data, size_t len) override;
+  Result<Request> PostRecv(int peer, Tag tag, void* data, size_t len) override;
+  Status WaitAll(std::span<const Request> requests, Deadline deadline) override;
+  size_t ReceivedBytes(Request request) const override {
+    auto it = received_.find(request.id);
+    return it == received_.end() ? 0 : it->second;
+  }
+  std::vector<ProbeResult> Probe(std::span<const int> ranks, Deadline deadline) override;
+  void SetActivity(std::string activity) override { activity_ = std::move(activity); }
+  void Abort(std::string_view reason, Deadline deadline) override;
+
+ private:
+  std::string Me() const { return DescribePeer(infos_[static_cast<size_t>(rank_)]); }
+  Peer& P(int r) { return peers_[static_cast<size_t>(r)]; }
+  Status ConnectPeer(int r, const std::string& value);
+  Status Usable();
+  void SetFatal(Status s) {
+    if (fatal_.ok()) fatal_ = std::move(s);
+  }
+  Op* NewOp(bool is_send, int peer, Tag tag, size_t len);
+  void Finish(Op* op, Status status = Status::Ok());
+  // Copies a complete message into a receive; DATA_LOSS when it does not fit.
+  void Deliver(Op* op, const char* data, size_t len);
+  Status DataLossFor(int peer, Tag tag, size_t msg, size_t cap) const {
+    return DataLoss(
+        "{}: message with tag {} is {} bytes but the receive posted for it holds {} bytes",
+        DescribePeer(infos_[static_cast<size_t>(peer)]), Hex(tag), msg, cap);
+  }
+
+  bool Progress();
+  bool ProgressSends(Peer& p);
+  bool ProgressRecvs(int r, Peer& p);
+  void StartIncoming(int r, Peer& p, const MessageHeader& h);
+  bool HasWork();
+  // Sleeps on this rank's doorbell unless `has_work` already holds; at most until the deadline
+  // or one liveness tick.
+  template <typename F>
+  void Sleep(Deadline deadline, F&& has_work);
+  void AnswerProbes();
+  void CheckRemoteAbort();
+  void CheckLiveness();
+  void Cancel(Op* op);
+
+  TransportOptions options_;
+  ShmOptions shm_;
+  const int rank_;
+  const int size_;
+  std::vector<PeerInfo> infos_;
+  std::vector<Peer> peers_;
+  Segment own_;
+  std::atomic<bool> started_{false};
+
+  uint64_t next_id_ = 1;
+  std::unordered_map<uint64_t, std::unique_ptr<Op>> ops_;
+  std::unordered_map<Key, std::deque<Op*>, KeyHash> recvs_;
+  std::unordered_map<Key, std::deque<std::unique_ptr<Unexpected>>, KeyHash> unexpected_;
+  std::unordered_map<uint64_t, size_t> received_;
+  Status fatal_;
+  std::string activity_;
+  uint64_t probe_seq_ = 0;
+  base::Clock::time_point next_liveness_check_{};
+
+  std::atomic<bool> aborted_{false};
+  std::mutex abort_mu_;
+  std::string abort_reason_;
+};
+
+Status ShmTransport::Start(Deadline deadline) {
+  if (started_.load()) return FailedPrecondition("shm transport of {} started twice", Me());
+  Store& store = *options_.store;
+  const std::string prefix = ShmSegmentNamePrefix(options_.key_prefix);
+  if (int n = shm::RemoveStaleSegments(prefix); n > 0) {
+    kLog.Info("removed {} shm segments of communicator '{}' whose creators are gone", n,
+              options_.key_prefix);
+  }
+  static std::atomic<int> counter{0};
+  const int pid = infos_[static_cast<size_t>(rank_)].pid;
+  std::string name = fmt::format("/{}r{}-p{}-{}", prefix, rank_, pid, counter.fetch_add(1));
+  RY_ASSIGN_OR_RETURN(own_, Segment::Create(name, shm::SegmentLayout::For(size_, shm_.ring_bytes)));
+  SegmentHeader* h = own_.header();
+  h->rank = rank_;
+  own_.Sign(options_.secret);
+  h->magic.store(shm::kSegmentMagic, std::memory_order_release);
+  infos_[static_cast<size_t>(rank_)].address = name;
+
+  auto key = [&](std::string_view what, int r) {
+    return fmt::format("{}/shm/{}/{}", options_.key_prefix, what, r);
+  };
+  auto wait_all = [&](std::string_view what) -> Status {
+    std::vector<std::string> keys;
+    for (int r = 0; r < size_; ++r) keys.push_back(key(what, r));
+    Status st = store.Wait(keys, deadline);
+    if (st.ok()) return st;
+    std::vector<int> missing;
+    for (int r = 0; r < size_; ++r) {
+      if (!store.Get(keys[static_cast<size_t>(r)], Deadline::After({})).ok()) missing.push_back(r);
+    }
+    return Status(
+        st.code(),
+        fmt::format("shm transport {}: ranks {} did not {} ({}): {}", Me(), DescribeRanks(missing),
+                    what == "peer" ? "publish their segments" : "map every segment",
+                    store.Describe(), st.message()));
+  };
+
+  const PeerInfo& me = infos_[static_cast<size_t>(rank_)];
+  RY_RETURN_IF_ERROR(
+      store.Set(key("peer", rank_), shm::PeerRecord{me.host, pid, name}.Format(), deadline));
+  RY_RETURN_IF_ERROR(wait_all("peer"));
+  peers_.resize(static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    RY_ASSIGN_OR_RETURN(std::string value, store.Get(key("peer", r), deadline));
+    RY_RETURN_IF_ERROR(ConnectPeer(r, value));
+  }
+  // Everyone has mapped everything once all "mapped" keys exist: the names can go.
+  RY_RETURN_IF_ERROR(store.Set(key("mapped", rank_), "1", deadline));
+  RY_RETURN_IF_ERROR(wait_all("mapped"));
+  own_.Unlink();
+  started_.store(true, std::memory_order_release);
+  if (aborted_.load()) {  // an Abort that raced with Start
+    std::string reason;
+    {
+      std::lock_guard lock(abort_mu_);
+      reason = abort_reason_;
+    }
+    Abort(reason, deadline);
+  }
+  kLog.Debug("{} started: segment {}, {} ranks, {}-byte rings", Me(), name, size_, shm_.ring_bytes);
+  return Status::Ok();
+}
+
+Status ShmTransport::ConnectPeer(int r, const std::string& value) {
+  PeerInfo& info = infos_[static_cast<size_t>(r)];
+  std::optional<shm::PeerRecord> rec = shm::PeerRecord::Parse(value);
+  if (!rec) {
+    return InvalidArgument("rank {}: malformed shm peer record in {}: '{}'", r,
+                           options_.store->Describe(), value);
+  }
+  info.host = rec->host;
+  info.pid = rec->pid;
+  const std::string& segment = rec->segment;
+  std::string who = DescribePeer(info);
+  info.address = segment;
+  const std::string& my_host = infos_[static_cast<size_t>(rank_)].host;
+  if (info.host != my_host) {
+    return FailedPrecondition(
+        "{} is on host {}, this rank ({}) on {}: the shm transport only connects ranks of one host",
+        who, info.host, rank_, my_host);
+  }
+  Peer& p = P(r);
+  p.info = info;
+  RY_ASSIGN_OR_RETURN(p.segment, Segment::Open(segment, who));
+  p.header = p.segment.header();
+  if (p.header->rank != r || p.header->size != size_ || p.header->pid != info.pid) {
+    return FailedPrecondition(
+        "{}: shm segment {} belongs to rank {} of {} (pid {}), expected rank {} of {}: a stale "
+        "segment or a different job",
+        who, segment, p.header->rank, p.header->size, p.header->pid, r, size_);
+  }
+  if (!p.segment.Verify(options_.secret)) {
+    return PermissionDenied(
+        "{}: shm segment {} does not prove the job secret: it belongs to another job using key "
+        "prefix '{}'",
+        who, segment, options_.key_prefix);
+  }
+  if (info.pid != infos_[static_cast<size_t>(rank_)].pid) p.watch = shm::ProcessWatch(info.pid);
+  p.out = shm::RingWriter(p.segment.ring_control(rank_), p.segment.ring_data(rank_),
+                          p.segment.layout().ring_bytes, p.header);
+  p.in =
+      shm::RingReader(own_.ring_control(r), own_.ring_data(r), own_.layout().ring_bytes, p.header);
+  return Status::Ok();
+}
+
+Status ShmTransport::Usable() {
+  if (aborted_.load(std::memory_order_acquire)) {
+    std::lock_guard lock(abort_mu_);
+    return Aborted("{} aborted the job: {}", Me(), abort_reason_);
+  }
+  if (started_.load(std::memory_order_relaxed)) CheckRemoteAbort();
+  return fatal_;
+}
+
+Op* ShmTransport::NewOp(bool is_send, int peer, Tag tag, size_t len) {
+  auto op = std::make_unique<Op>();
+  op->id = next_id_++;
+  op->is_send = is_send;
+  op->peer = peer;
+  op->tag = tag;
+  op->len = len;
+  Op* raw = op.get();
+  ops_.emplace(raw->id, std::move(op));
+  if (peer != rank_) ++P(peer).pending;
+  return raw;
+}
+
+void ShmTransport::Finish(Op* op, Status status) {
+  if (op->complete) return;
+  op->complete = true;
+  op->status = std::move(status);
+  if (op->peer != rank_) --P(op->peer).pending;
+}
+
+void ShmTransport::Deliver(Op* op, const char* data, size_t len) {
+  if (len > op->len) {
+    Status st = DataLossFor(op->peer, op->tag, len, op->len);
+    SetFatal(st);
+    Finish(op, st);
+    return;
+  }
+  if (len > 0) std::memcpy(op->dst, data, len);
+  op->done_bytes = len;
+  Finish(op);
+}
+
+Result<Request> ShmTransport::PostSend(int peer, Tag tag, const void* data, size_t len) {
+  RY_RETURN_IF_ERROR(Usable());
+  if (peer < 0 || peer >= size_) {
+    return InvalidArgument("{}: send to rank {} of a {}-rank job", Me(), peer, size_);
+  }
+  if (!started_.load()) return FailedPrecondition("shm transport of {} is not started", Me());
+  if (peer != rank_ && !P(peer).send_broken.ok()) return P(peer).send_broken;
+  Op* op = NewOp(true, peer, tag, len);
+  op->src = static_cast<const char*>(data);
+  if (peer == rank_) {  // to self: match or buffer now; the caller's buffer is free at once
+    Key k{peer, tag};
+    auto it = recvs_.find(k);
+    if (it != recvs_.end()) {
+      Op* recv = it->second.front();
+      it->second.pop_front();
+      if (it->second.empty()) recvs_.erase(it);
+      Deliver(recv, op->src, len);
+    } else {
+      auto u = std::make_unique<Unexpected>();
+      u->len = len;
+      u->data.reset(new char[std::max<size_t>(len, 1)]);
+      if (len > 0) std::memcpy(u->data.get(), data, len);
+      u->complete = true;
+      unexpected_[k].push_back(std::move(u));
+    }
+    Finish(op);
+  } else {
+    P(peer).sends.push_back(op);
+  }
+  return Request{op->id};
+}
+
+Result<Request> ShmTransport::PostRecv(int peer, Tag tag, void* data, size_t len) {
+  RY_RETURN_IF_ERROR(Usable());
+  if (peer < 0 || peer >= size_) {
+    return InvalidArgument("{}: receive from rank {} of a {}-rank job", Me(), peer, size_);
+  }
+  if (!started_.load()) return FailedPrecondition("shm transport of {} is not started", Me());
+  Op* op = NewOp(false, peer, tag, len);
+  op->dst = static_cast<char*>(data);
+  Key k{peer, tag};
+  auto it = unexpected_.find(k);
+  if (it == unexpected_.end()) {
+    recvs_[k].push_back(op);
+    return Request{op->id};
+  }
+  std::unique_ptr<Unexpected> u = std::move(it->second.front());
+  it->second.pop_front();
+  if (it->second.empty()) unexpected_.erase(it);
+  if (u->complete) {
+    Deliver(op, u->data.get(), u->len);
+    return Request{op->id};
+  }
+  // Still streaming in (only the newest message of a peer can be): copy what is there and
+  // let the rest go straight to the caller's buffer.
+  Peer::Incoming& in = P(peer).incoming;
+  if (u->len > len) {
+    Status st = DataLossFor(peer, tag, u->len, len);
+    SetFatal(st);
+    Finish(op, st);
+    in.buffer = nullptr;  // discard the rest
+    return Request{op->id};
+  }
+  if (in.got > 0) std::memcpy(op->dst, u->data.get(), in.got);
+  in.buffer = nullptr;
+  in.op = op;
+  return Request{op->id};
+}
+
+bool ShmTransport::ProgressSends(Peer& p) {
+  bool moved = false;
+  while (!p.sends.empty()) {
+    Op* op = p.sends.front();
+    if (!op->header_sent) {
+      MessageHeader h{kHeaderMagic, op->tag, op->len, p.out_seq};
+      if (!p.out.WriteRecord(&h, sizeof(h))) break;
+      ++p.out_seq;
+      op->header_sent = true;
+      moved = true;
+    }
+    size_t n = p.out.Write(op->src + op->done_bytes, op->len - op->done_bytes);
+    op->done_bytes += n;
+    moved |= n > 0;
+    if (op->done_bytes < op->len) break;  // the ring is full
+    Finish(op);
+    p.sends.pop_front();
+  }
+  p.out.Publish();
+  return moved;
+}
+
+void ShmTransport::StartIncoming(int r, Peer& p, const MessageHeader& h) {
+  Peer::Incoming& in = p.incoming;
+  in = Peer::Incoming{true, h.tag, h.len, 0, nullptr, nullptr};
+  if (h.magic != kHeaderMagic || h.seq != p.in_seq) {
+    SetFatal(DataLoss("{}: corrupt shm stream: message #{} has magic {} and sequence {}",
+                      DescribePeer(p.info), p.in_seq, Hex(h.magic), h.seq));
+    return;
+  }
+  ++p.in_seq;
+  Key k{r, h.tag};
+  auto it = recvs_.find(k);
+  if (it != recvs_.end()) {
+    Op* op = it->second.front();
+    it->second.pop_front();
+    if (it->second.empty()) recvs_.erase(it);
+    if (h.len > op->len) {
+      Status st = DataLossFor(r, h.tag, h.len, op->len);
+      SetFatal(st);
+      Finish(op, st);
+      return;  // discard
+    }
+    in.op = op;
+    return;
+  }
+  auto u = std::make_unique<Unexpected>();
+  u->len = h.len;
+  u->data.reset(new char[std::max<size_t>(h.len, 1)]);  // not value-initialised: no zeroing
+  in.buffer = u.get();
+  unexpected_[k].push_back(std::move(u));
+}
+
+bool ShmTransport::ProgressRecvs(int r, Peer& p) {
+  if (!p.in.Snapshot()) return false;
+  const uint64_t before = p.in.position();
+  Peer::Incoming& in = p.incoming;
+  while (fatal_.ok()) {
+    if (!in.active) {
+      MessageHeader h;
+      if (!p.in.ReadRecord(&h, sizeof(h))) break;
+      StartIncoming(r, p, h);
+      if (!fatal_.ok()) break;
+    }
+    char* dst = in.op != nullptr       ? in.op->dst
+                : in.buffer != nullptr ? in.buffer->data.get()
+                                       : nullptr;  // abandoned: skip the bytes
+    in.got += p.in.Read(dst != nullptr ? dst + in.got : nullptr, in.len - in.got);
+    if (in.got < in.len) break;
+    if (in.op != nullptr) {
+      in.op->done_bytes = in.len;
+      Finish(in.op);
+    } else if (in.buffer != nullptr) {
+      in.buffer->complete = true;
+    }
+    in = Peer::Incoming{};
+  }
+  p.in.Publish();
+  return p.in.position() != before;
+}
+
+bool ShmTransport::Progress() {
+  bool moved = false;
+  for (int r = 0; r < size_ && fatal_.ok(); ++r) {
+    if (r == rank_) continue;
+    Peer& p = P(r);
+    if (!p.sends.empty()) moved |= ProgressSends(p);
+    moved |= ProgressRecvs(r, p);
+  }
+  return moved;
+}
+
+bool ShmTransport::HasWork() {
+  SegmentHeader* h = own_.header();
+  if (aborted_.load() || h->abort_state.load(std::memory_order_acquire) != 0 ||
+      h->probe_flag.load(std::memory_order_acquire) != 0) {
+    return true;
+  }
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    Peer& p = P(r);
+    if (p.in.HasData() || (!p.sends.empty() && p.out.SpaceFreed())) return true;
+  }
+  return false;
+}
+
+template <typename F>
+void ShmTransport::Sleep(Deadline deadline, F&& has_work) {
+  SegmentHeader* h = own_.header();
+  uint32_t seq = h->doorbell.load(std::memory_order_acquire);
+  h->sleeping.store(1, std::memory_order_relaxed);
+  // Pairs with the fence in WakeIfSleeping: either the waker sees `sleeping` and rings, or
+  // this check sees what it published.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!has_work()) {
+    auto timeout = std::min<base::Duration>(deadline.Remaining(), kLivenessTick);
+    shm::FutexWait(&h->doorbell, seq, timeout);
+  }
+  h->sleeping.store(0, std::memory_order_relaxed);
+}
+
+void ShmTransport::AnswerProbes() {
+  SegmentHeader* h = own_.header();
+  if (h->probe_flag.load(std::memory_order_relaxed) == 0) return;
+  h->probe_flag.exchange(0, std::memory_order_acq_rel);
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    shm::ProbeSlot* slot = own_.probe_slot(r);
+    uint64_t req = slot->request.load(std::memory_order_acquire);
+    if (req == slot->answer.load(std::memory_order_relaxed)) continue;
+    size_t n = std::min(activity_.size(), shm::kMaxActivityBytes);
+    std::memcpy(slot->activity, activity_.data(), n);
+    slot->activity_len = static_cast<uint32_t>(n);
+    slot->answer.store(req, std::memory_order_release);
+    shm::WakeIfSleeping(P(r).header);
+  }
+}
+
+void ShmTransport::CheckRemoteAbort() {
+  SegmentHeader* h = own_.header();
+  if (!fatal_.ok() || h->abort_state.load(std::memory_order_acquire) != 2) return;
+  int who = h->abort_rank;
+  std::string reason(h->abort_reason, std::min<size_t>(h->abort_len, shm::kMaxAbortReasonBytes));
+  std::string name = who >= 0 && who < size_ ? DescribePeer(infos_[static_cast<size_t>(who)])
+                                             : fmt::format("rank {}", who);
+  SetFatal(Aborted("{} aborted the job: {}", name, reason));
+}
+
+void ShmTransport::CheckLiveness() {
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_ || P(r).pending == 0) continue;
+    if (!P(r).watch.Exited()) continue;
+    Progress();  // take what it published before it died
+    if (P(r).pending == 0 || !fatal_.ok()) continue;
+    const Op* pending = nullptr;
+    for (const auto& [id, op] : ops_) {
+      if (op->peer == r && !op->complete && (pending == nullptr || op->id < pending->id)) {
+        pending = op.get();
+      }
+    }
+    SetFatal(Unavailable(
+        "{}: process exited while {} tag {} was pending ({} of {} bytes)", DescribePeer(P(r).info),
+        pending != nullptr && pending->is_send ? "a send with" : "a receive of",
+        Hex(pending != nullptr ? pending->tag : 0), pending != nullptr ? pending->done_bytes : 0,
+        pending != nullptr ? pending->len : 0));
+  }
+}
+
+void ShmTransport::Cancel(Op* op) {
+  if (op->complete) return;
+  Peer* p = op->peer != rank_ ? &P(op->peer) : nullptr;
+  if (op->is_send) {
+    if (p != nullptr) {
+      auto& q = p->sends;
+      q.erase(std::remove(q.begin(), q.end(), op), q.end());
+      if (op->header_sent) {
+        p->send_broken = FailedPrecondition(
+            "{}: a send with tag {} was abandoned at a deadline after {} of {} bytes; the stream "
+            "to this peer is broken",
+            DescribePeer(p->info), Hex(op->tag), op->done_bytes, op->len);
+        for (Op* later : q) Finish(later, p->send_broken);
+        q.clear();
+      }
+    }
+  } else {
+    Key k{op->peer, op->tag};
+    auto it = recvs_.find(k);
+    if (it != recvs_.end()) {
+      auto& q = it->second;
+      q.erase(std::remove(q.begin(), q.end(), op), q.end());
+      if (q.empty()) recvs_.erase(it);
+    }
+    if (p != nullptr && p->incoming.op == op) p->incoming.op = nullptr;  // discard the rest
+  }
+  Finish(op, DeadlineExceeded("abandoned at a deadline"));
+}
+
+Status ShmTransport::WaitAll(std::span<const Request> requests, Deadline deadline) {
+  received_.clear();
+  std::vector<uint64_t> ids;
+  ids.reserve(requests.size());
+  for (const Request& r : requests) ids.push_back(r.id);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());  // a request listed twice
+  std::vector<Op*> ops;
+  ops.reserve(ids.size());
+  Status bad;
+  for (uint64_t id : ids) {
+    auto it = ops_.find(id);
+    if (it == ops_.end()) {
+      bad = InvalidArgument("{}: request {} is unknown (never posted or already waited)", Me(), id);
+    } else {
+      ops.push_back(it->second.get());
+    }
+  }
+  auto consume = [&](Status st) {
+    for (Op* op : ops) {
+      if (!op->complete) Cancel(op);
+      if (!op->is_send && op->status.ok()) received_[op->id] = op->done_bytes;
+      ops_.erase(op->id);
+    }
+    return st;
+  };
+  if (!bad.ok()) return consume(bad);
+  const auto spin = std::chrono::duration_cast<base::Duration>(shm_.spin);
+  base::Clock::time_point idle_since = base::Clock::now();
+  for (;;) {
+    if (Status st = Usable(); !st.ok()) return consume(st);
+    bool moved = Progress();
+    AnswerProbes();
+    if (!fatal_.ok()) return consume(fatal_);
+    bool all = true;
+    for (Op* op : ops) {
+      if (op->complete && !op->status.ok()) return consume(op->status);
+      all &= op->complete;
+    }
+    if (all) return consume(Status::Ok());
+    base::Clock::time_point now = base::Clock::now();
+    if (now >= next_liveness_check_) {
+      next_liveness_check_ = now + kLivenessTick;
+      CheckLiveness();
+      if (!fatal_.ok()) return consume(fatal_);
+    }
+    if (deadline.Expired()) {
+      std::vector<int> ranks;
+      std::string detail;
+      int shown = 0;
+      for (Op* op : ops) {
+        if (op->complete) continue;
+        if (std::find(ranks.begin(), ranks.end(), op->peer) == ranks.end()) {
+          ranks.push_back(op->peer);
+        }
+        if (shown++ < 4) {
+          detail += fmt::format("; {} {} tag {} ({} of {} bytes)",
+                                op->is_send ? "send to" : "receive from",
+                                DescribePeer(infos_[static_cast<size_t>(op->peer)]), Hex(op->tag),
+                                op->done_bytes, op->len);
+        }
+      }
+      std::sort(ranks.begin(), ranks.end());
+      return consume(
+          DeadlineExceeded("{}: deadline passed with {} requests pending with ranks {}{}", Me(),
+                           shown, DescribeRanks(ranks), detail));
+    }
+    if (moved) {
+      idle_since = now;
+      continue;
+    }
+    if (now - idle_since < spin) {
+      for (int i = 0; i < 32; ++i) CpuRelax();
+      continue;
+    }
+    Sleep(deadline, [this] { return HasWork(); });
+  }
+}
+
+std::vector<ProbeResult> ShmTransport::Probe(std::span<const int> ranks, Deadline deadline) {
+  std::vector<ProbeResult> out(ranks.size());
+  std::vector<uint64_t> seq(ranks.size(), 0);
+  const bool started = started_.load(std::memory_order_acquire);
+  size_t waiting = 0;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    int r = ranks[i];
+    out[i].rank = r;
+    if (r < 0 || r >= size_) {
+      out[i].state = ProbeResult::State::kDead;
+      out[i].detail = fmt::format("no rank {} in a {}-rank job", r, size_);
+    } else if (r == rank_) {
+      out[i].state = ProbeResult::State::kAlive;
+      out[i].activity = activity_;
+    } else if (!started) {
+      out[i].detail = "this rank's shm transport is not started";
+    } else {
+      seq[i] = ++probe_seq_;
+      P(r).segment.probe_slot(rank_)->request.store(seq[i], std::memory_order_release);
+      P(r).header->probe_flag.store(1, std::memory_order_release);
+      shm::WakeIfSleeping(P(r).header);
+      ++waiting;
+    }
+  }
+  auto answered = [&](size_t i) {
+    return seq[i] != 0 &&
+           P(ranks[i]).segment.probe_slot(rank_)->answer.load(std::memory_order_acquire) == seq[i];
+  };
+  auto any_answer = [&] {
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      if (answered(i)) return true;
+    }
+    return false;
+  };
+  const auto start = base::Clock::now();
+  base::Clock::time_point next_check = start;
+  while (waiting > 0) {
+    AnswerProbes();
+    const auto now = base::Clock::now();
+    const bool check = now >= next_check || deadline.Expired();
+    if (check) next_check = now + kLivenessTick;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      if (seq[i] == 0) continue;
+      Peer& p = P(ranks[i]);
+      ProbeResult& res = out[i];
+      if (answered(i)) {
+        const shm::ProbeSlot* slot = p.segment.probe_slot(rank_);
+        res.state = ProbeResult::State::kAlive;
+        res.activity.assign(slot->activity,
+                            std::min<size_t>(slot->activity_len, shm::kMaxActivityBytes));
+      } else if (!check) {
+        continue;
+      } else if (ProcessState st = p.watch.State(); st == ProcessState::kExited) {
+        res.state = ProbeResult::State::kDead;
+        res.detail = "process exited";
+      } else if (st == ProcessState::kStopped) {
+        res.state = ProbeResult::State::kUnresponsive;
+        res.detail = "process is stopped (SIGSTOP)";
+      } else if (deadline.Expired()) {
+        res.state = ProbeResult::State::kUnresponsive;
+        res.detail = fmt::format(
+            "no answer within {} ms: the process runs but is not inside a communication call (busy "
+            "or hung)",
+            std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count());
+      } else {
+        continue;
+      }
+      seq[i] = 0;
+      --waiting;
+    }
+    if (waiting > 0) {
+      Sleep(deadline, [&] {
+        return aborted_.load() || own_.header()->probe_flag.load(std::memory_order_acquire) != 0 ||
+               any_answer();
+      });
+    }
+  }
+  return out;
+}
+
+void ShmTransport::Abort(std::string_view reason, Deadline deadline) {
+  (void)deadline;  // every step is a bounded store into shared memory
+  std::string text;
+  {
+    std::lock_guard lock(abort_mu_);
+    if (abort_reason_.empty()) abort_reason_ = std::string(reason);
+    text = abort_reason_;
+  }
+  aborted_.store(true, std::memory_order_seq_cst);
+  if (!started_.load(std::memory_order_acquire)) return;  // Start() finishes the job
+  for (int r = 0; r < size_; ++r) {
+    SegmentHeader* h = r == rank_ ? own_.header() : P(r).header;
+    if (r != rank_) {
+      uint32_t expected = 0;
+      if (h->abort_state.compare_exchange_strong(expected, 1, std::memory_order_acquire)) {
+        size_t n = std::min(text.size(), shm::kMaxAbortReasonBytes);
+        std::memcpy(h->abort_reason, text.data(), n);
+        h->abort_len = static_cast<uint32_t>(n);
+        h->abort_rank = rank_;
+        h->abort_state.store(2, std::memory_order_release);
+      }
+    }
+    // Unconditional: our own WaitAll may sleep in another thread.
+    h->doorbell.fetch_add(1, std::memory_order_release);
+    shm::FutexWakeAll(&h->doorbell);
+  }
+}
+
+}  // namespace
+
+std::string ShmSegmentNamePrefix(std::string_view key_prefix) {
+  base::Sha256Digest d = base::Sha256(key_prefix);
+  return fmt::format("railyard-shm-{}-",
+                     base::ToHex(std::string_view(reinterpret_cast<const char*>(d.data()), 6)));
+}
+
+Result<std::unique_ptr<Transport>> NewShmTransport(const TransportOptions& options) {
+  return NewShmTransport(options, ShmOptions{});
+}
+
+Result<std::unique_ptr<Transport>> NewShmTransport(const TransportOptions& options,
+                                                   const ShmOptions& shm_options) {
+  if (options.size < 1 || options.rank < 0 || options.rank >= options.size) {
+    return InvalidArgument("shm transport: rank {} is not within a job of {} ranks", options.rank,
+                           options.size);
+  }
+  if (options.store == nullptr) return InvalidArgument("shm transport: no rendezvous store");
+  if (shm_options.ring_bytes % shm::kRingAlign != 0) {
+    return InvalidArgument("shm transport: ring size {} is not a multiple of {}",
+                           shm_options.ring_bytes, shm::kRingAlign);
+  }
+  return std::unique_ptr<Transport>(std::make_unique<ShmTransport>(options, shm_options));
+}
+
+}  // namespace railyard::net

@@ -1,0 +1,57 @@
+// The shm transport: ranks on one host exchange messages through shared memory.
+//
+// Each rank creates one POSIX shm segment (net/shm/shm_ring.h) holding an inbound ring per
+// sending peer, publishes "<key_prefix>/shm/peer/<rank>" = host, pid and segment name, maps
+// every peer's segment and, once all ranks have mapped everything (a second store round),
+// unlinks its own name, so a crash later leaves nothing in /dev/shm. A sender copies its
+// payload into its ring in the receiver's segment in large chunks and the receiver copies
+// it out (two memcpys, no system call, no kernel copy); messages longer than the ring stream
+// through it. Messages that arrive before their receive is posted are copied into an
+// unexpected-message buffer, so any posting order completes.
+//
+// Waiting spins for `ShmOptions::spin`, then sleeps on a futex in the rank's segment with a
+// timeout of at most 50 ms; peers ring it only when the sleeper has said it sleeps. On each
+// timeout the transport checks the peers it waits for (pidfd): a peer that exited fails the
+// wait at once ("rank 2 (node1 pid 77): process exited ..."). Probe answers come from peers
+// inside WaitAll/Probe; a peer that does not answer is looked up in /proc, so a SIGSTOPped
+// one is reported as "process is stopped (SIGSTOP)".
+//
+// Security: segments are mode 0600 (same user only) and carry HmacSha256(secret, name, rank,
+// pid): a segment created by a rank that does not know the job secret is refused.
+//
+// Limits: a send abandoned by a WaitAll deadline after part of it entered the ring breaks the
+// stream to that peer (later sends to it fail FAILED_PRECONDITION); the unexpected buffer is
+// unbounded.
+//
+// Thread-safety: as Transport (one thread at a time; Abort from any thread).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "railyard/base/status.h"
+#include "railyard/net/transport.h"
+
+namespace railyard::net {
+
+struct ShmOptions {
+  // Bytes of each inbound ring, a multiple of 4096. 0 picks 64 MiB per segment divided among
+  // the peers, between 256 KiB and 4 MiB (pages are only allocated where data flows).
+  size_t ring_bytes = 0;
+  // How long a waiting rank polls before it sleeps on its futex. Zero sleeps at once.
+  std::chrono::microseconds spin{20};
+};
+
+// Returns an unstarted transport. INVALID_ARGUMENT for a bad rank/size or a missing store.
+Result<std::unique_ptr<Transport>> NewShmTransport(const TransportOptions& options);
+Result<std::unique_ptr<Transport>> NewShmTransport(const TransportOptions& options,
+                                                   const ShmOptions& shm_options);
+
+// "railyard-shm-<hash of key_prefix>-": every segment of the communicator `key_prefix` has
+// a name under /dev/shm starting with this (for cleanup tools and tests).
+std::string ShmSegmentNamePrefix(std::string_view key_prefix);
+
+}  // namespace railyard::net

@@ -1,0 +1,1009 @@
+#include "railyard/net/tcp_store.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fmt/ranges.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "railyard/base/files.h"
+#include "railyard/base/hmac.h"
+#include "railyard/base/logging.h"
+
+namespace railyard::net {
+namespace {
+
+const base::Logger kLog("store");
+
+// ---- Wire format -------------------------------------------------------------------------
+//
+// Greeting (server -> client): "RYST", version (u32), 16-byte nonce.
+// Proof (client -> server):    HmacSha256(secret, "railyard-store" + nonce), 32 bytes.
+// Verdict (server -> client):  one byte, 1 accepted, 0 refused (then the server closes).
+// Then frames both ways: u32 body length, body = u8 op, i64 num, u32 field count, and each
+// field as u32 length + bytes. All integers big-endian. One request is answered before the
+// next is read, so a connection never has more than one request in flight.
+
+constexpr char kMagic[4] = {'R', 'Y', 'S', 'T'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kNonceBytes = 16;
+constexpr size_t kGreetingBytes = sizeof(kMagic) + 4 + kNonceBytes;
+constexpr size_t kProofBytes = 32;
+constexpr std::string_view kProofContext = "railyard-store";
+// The largest legal body: CompareAndSet's key and two values plus the fixed fields.
+constexpr size_t kMaxFrameBytes = kMaxStoreKeyBytes + 2 * kMaxStoreValueBytes + 64;
+constexpr size_t kMaxWaitKeys = 1 << 16;
+constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
+constexpr int64_t kMaxParkMs = int64_t{30} * 24 * 3600 * 1000;
+
+enum Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCas = 4, kWait = 5 };
+enum Reply : uint8_t { kOk = 0, kTimeout = 1, kBadValue = 2 };
+
+struct Message {
+  uint8_t op = 0;
+  int64_t num = 0;  // Get/Wait: timeout in ms (-1 none); Add: delta; replies: Add's result
+  std::vector<std::string> fields;
+};
+
+void PutU32(std::string& out, uint32_t v) {
+  for (int i = 3; i >= 0; --i) out += static_cast<char>(v >> (8 * i));
+}
+uint64_t GetBig(std::string_view in, size_t n) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n; ++i) v = v << 8 | static_cast<uint8_t>(in[i]);
+  return v;
+}
+
+std::string EncodeFrame(const Message& m) {
+  std::string body;
+  body += static_cast<char>(m.op);
+  auto num = static_cast<uint64_t>(m.num);
+  PutU32(body, static_cast<uint32_t>(num >> 32));
+  PutU32(body, static_cast<uint32_t>(num));
+  PutU32(body, static_cast<uint32_t>(m.fields.size()));
+  for (const auto& f : m.fields) {
+    PutU32(body, static_cast<uint32_t>(f.size()));
+    body += f;
+  }
+  std::string frame;
+  PutU32(frame, static_cast<uint32_t>(body.size()));
+  return frame + body;
+}
+
+// Checks every length against the bytes actually present: a lying length is an error, never
+// an allocation or a read past the end.
+Result<Message> DecodeBody(std::string_view body) {
+  if (body.size() < 13) return DataLoss("frame of {} bytes is shorter than a header", body.size());
+  Message m;
+  m.op = static_cast<uint8_t>(body[0]);
+  m.num = static_cast<int64_t>(GetBig(body.substr(1), 8));
+  uint64_t count = GetBig(body.substr(9), 4);
+  body.remove_prefix(13);
+  if (count > body.size() / 4) {
+    return DataLoss("frame claims {} fields in {} bytes", count, body.size());
+  }
+  m.fields.reserve(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    if (body.size() < 4) return DataLoss("field {} is cut off", i);
+    uint64_t len = GetBig(body, 4);
+    body.remove_prefix(4);
+    if (len > body.size()) {
+      return DataLoss("field {} claims {} bytes, {} remain", i, len, body.size());
+    }
+    m.fields.emplace_back(body.substr(0, len));
+    body.remove_prefix(len);
+  }
+  if (!body.empty()) return DataLoss("{} stray bytes after the last field", body.size());
+  return m;
+}
+
+// A request the server can act on: known op, the right number of fields, sizes in limits.
+Status ValidateRequest(const Message& m) {
+  size_t want = 0;
+  switch (m.op) {
+    case kSet:
+      want = 2;
+      break;
+    case kGet:
+    case kAdd:
+      want = 1;
+      break;
+    case kCas:
+      want = 3;
+      break;
+    case kWait:
+      if (m.fields.size() > kMaxWaitKeys) return DataLoss("Wait for {} keys", m.fields.size());
+      want = m.fields.size();
+      break;
+    default:
+      return DataLoss("unknown operation {}", m.op);
+  }
+  if (m.fields.size() != want) {
+    return DataLoss("operation {} with {} fields, expected {}", m.op, m.fields.size(), want);
+  }
+  for (size_t i = 0; i < m.fields.size(); ++i) {
+    bool is_key = i == 0 || m.op == kWait;
+    size_t limit = is_key ? kMaxStoreKeyBytes : kMaxStoreValueBytes;
+    if (m.fields[i].size() > limit) {
+      return DataLoss("field {} of operation {} has {} bytes, the limit is {}", i, m.op,
+                      m.fields[i].size(), limit);
+    }
+  }
+  return Status::Ok();
+}
+
+std::string Proof(std::string_view secret, std::string_view nonce) {
+  base::Sha256Digest d = base::HmacSha256(secret, std::string(kProofContext) + std::string(nonce));
+  return std::string(reinterpret_cast<const char*>(d.data()), d.size());
+}
+
+std::string SockaddrText(const sockaddr_in& a) {
+  char buf[INET_ADDRSTRLEN] = {};
+  ::inet_ntop(AF_INET, &a.sin_addr, buf, sizeof(buf));
+  return fmt::format("{}:{}", buf, ntohs(a.sin_port));
+}
+
+void SetNoDelay(int fd) {
+  int one = 1;
+  // Requests are small and latency-bound; a failure here only costs speed.
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+Result<int64_t> ApplyAdd(std::string& value, int64_t delta) {
+  int64_t current = 0;
+  if (!value.empty()) {
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), current);
+    if (ec != std::errc() || end != value.data() + value.size()) {
+      return InvalidArgument("holds '{}', not an integer", value.substr(0, 64));
+    }
+  }
+  if (__builtin_add_overflow(current, delta, &current)) {
+    return InvalidArgument("adding {} to {} overflows a 64-bit integer", delta, value);
+  }
+  value = std::to_string(current);
+  return current;
+}
+
+// ---- Server ------------------------------------------------------------------------------
+
+constexpr uint64_t kListenId = 0;
+constexpr uint64_t kWakeId = 1;
+
+struct Conn {
+  uint64_t id = 0;
+  base::UniqueFd fd;
+  std::string peer;  // "ip:port", for every log line about this client
+  std::string nonce;
+  bool authed = false;
+  bool broken = false;  // a send failed; closed at the next safe point
+  std::string in;
+  std::string out;
+  size_t out_sent = 0;
+  bool parked = false;
+  Message request;                                    // the parked Get/Wait
+  std::string waiting_on;                             // the key it is registered under
+  base::Deadline deadline = base::Deadline::Never();  // handshake or parked request
+  uint32_t events = 0;                                // the epoll mask in force
+};
+
+class TcpStoreServerImpl final : public TcpStoreServer {
+ public:
+  TcpStoreServerImpl(std::string ip, int port, std::string secret, base::UniqueFd listen_fd,
+                     base::UniqueFd wake_fd, base::UniqueFd epoll_fd)
+      : ip_(std::move(ip)),
+        port_(port),
+        secret_(std::move(secret)),
+        listen_fd_(std::move(listen_fd)),
+        wake_fd_(std::move(wake_fd)),
+        epoll_fd_(std::move(epoll_fd)) {}
+
+  ~TcpStoreServerImpl() override {
+    uint64_t one = 1;
+    // eventfd writes of 8 bytes cannot be short; a failure would mean a closed fd (a bug).
+    (void)!::write(wake_fd_.get(), &one, sizeof(one));
+    if (thread_.joinable()) thread_.join();
+  }
+
+  void StartThread() {
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  int port() const override { return port_; }
+  std::string address() const override { return fmt::format("{}:{}", ip_, port_); }
+  size_t ParkedRequestsForTest() const override { return parked_count_.load(); }
+  Status health() const override {
+    std::lock_guard lock(error_mu_);
+    return bg_error_;
+  }
+
+ private:
+  void Run();
+  void AcceptAll();
+  void HandleEvents(Conn& c, uint32_t events);
+  void ReadSome(Conn& c);
+  void Process(Conn& c);
+  bool CheckProof(Conn& c);
+  void Execute(Conn& c, Message m);
+  bool TryComplete(Conn& c);  // a parked request: answers it when its keys are all set
+  void Notify(const std::string& key);
+  void Unpark(Conn& c);
+  void SetParked(Conn& c, bool parked) {
+    if (c.parked != parked) parked_count_ += parked ? 1 : -1;
+    c.parked = parked;
+  }
+  void Send(Conn& c, const Message& reply);
+  void Flush(Conn& c);
+  void UpdateInterest(Conn& c);
+  void Reject(Conn& c, std::string_view why);
+  void Close(uint64_t id);
+  void ExpireTimers();
+  int NextTimeoutMs() const;
+  void RecordError(Status s) {
+    std::lock_guard lock(error_mu_);
+    if (bg_error_.ok()) bg_error_ = std::move(s);
+  }
+
+  const std::string ip_;
+  const int port_;
+  const std::string secret_;
+  base::UniqueFd listen_fd_;
+  base::UniqueFd wake_fd_;
+  base::UniqueFd epoll_fd_;
+  std::thread thread_;
+  mutable std::mutex error_mu_;
+  Status bg_error_;
+  std::atomic<size_t> parked_count_{0};
+
+  // Owned by the serving thread.
+  std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
+  std::map<std::string, std::string> values_;
+  std::unordered_map<std::string, std::vector<uint64_t>> waiters_;
+  std::vector<uint64_t> resume_;  // connections whose parked request completed
+  uint64_t next_id_ = 2;
+  base::Deadline accept_paused_until_ = base::Deadline::Never();
+  bool accept_paused_ = false;
+};
+
+void TcpStoreServerImpl::Run() {
+  epoll_event events[128];
+  for (;;) {
+    int n = ::epoll_wait(epoll_fd_.get(), events, 128, NextTimeoutMs());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      RecordError(ErrnoStatus(errno, fmt::format("tcp store {}: epoll_wait", address())));
+      kLog.Error("{}", health().message());
+      conns_.clear();  // clients see the connection close instead of waiting out deadlines
+      return;
+    }
+    for (int i = 0; i < n; ++i) {
+      uint64_t id = events[i].data.u64;
+      if (id == kWakeId) return;  // destructor: connections close with conns_
+      if (id == kListenId) {
+        AcceptAll();
+        continue;
+      }
+      auto it = conns_.find(id);
+      if (it != conns_.end()) HandleEvents(*it->second, events[i].events);
+    }
+    ExpireTimers();
+    while (!resume_.empty()) {
+      uint64_t id = resume_.back();
+      resume_.pop_back();
+      auto it = conns_.find(id);
+      if (it == conns_.end()) continue;
+      Process(*it->second);
+      if (it->second->broken) {
+        Close(id);
+      } else {
+        UpdateInterest(*it->second);
+      }
+    }
+  }
+}
+
+void TcpStoreServerImpl::AcceptAll() {
+  for (;;) {
+    sockaddr_in peer{};
+    socklen_t len = sizeof(peer);
+    int fd = ::accept4(listen_fd_.get(), reinterpret_cast<sockaddr*>(&peer), &len,
+                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED) return;
+      // Out of descriptors: pending clients wait in the backlog while the loop keeps serving
+      // the others; stop watching the listener briefly so it does not spin.
+      kLog.Error("tcp store {}: accept failed: {}; pausing accepts for 100 ms", address(),
+                 ErrnoStatus(errno, "accept").message());
+      epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, listen_fd_.get(), nullptr);
+      accept_paused_ = true;
+      accept_paused_until_ = base::Deadline::After(std::chrono::milliseconds(100));
+      return;
+    }
+    auto c = std::make_unique<Conn>();
+    c->id = next_id_++;
+    c->fd = base::UniqueFd(fd);
+    c->peer = SockaddrText(peer);
+    c->nonce = base::RandomBytes(kNonceBytes);
+    c->deadline = base::Deadline::After(kHandshakeTimeout);
+    SetNoDelay(fd);
+    std::string greeting(kMagic, sizeof(kMagic));
+    PutU32(greeting, kVersion);
+    greeting += c->nonce;
+    kLog.Debug("tcp store {}: client {} connected", address(), c->peer);
+    Conn& ref = *c;
+    conns_[ref.id] = std::move(c);
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.u64 = ref.id;
+    if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
+      kLog.Error("tcp store {}: cannot watch client {}: {}", address(), ref.peer,
+                 ErrnoStatus(errno, "epoll_ctl").message());
+      Close(ref.id);
+      continue;
+    }
+    ref.events = ev.events;
+    ref.out = std::move(greeting);
+    Flush(ref);
+    if (ref.broken) {
+      Close(ref.id);
+    } else {
+      UpdateInterest(ref);
+    }
+  }
+}
+
+void TcpStoreServerImpl::HandleEvents(Conn& c, uint32_t events) {
+  uint64_t id = c.id;
+  if (events & EPOLLERR) {
+    kLog.Debug("tcp store {}: client {} socket error", address(), c.peer);
+    Close(id);
+    return;
+  }
+  if (events & EPOLLOUT) Flush(c);
+  if (!c.broken && (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP))) {
+    if (c.parked || !c.out.empty()) {
+      // Not reading while busy; the peer hung up, so nobody waits for the answer.
+      kLog.Debug("tcp store {}: client {} left while waiting", address(), c.peer);
+      Close(id);
+      return;
+    }
+    ReadSome(c);
+    if (conns_.find(id) == conns_.end()) return;
+    Process(c);
+  }
+  if (c.broken) {
+    Close(id);
+    return;
+  }
+  UpdateInterest(c);
+}
+
+void TcpStoreServerImpl::ReadSome(Conn& c) {
+  // Before authentication only the proof is read: nothing else from an unknown peer.
+  char buf[64 * 1024];
+  size_t want = c.authed ? sizeof(buf) : kProofBytes - c.in.size();
+  if (want == 0) return;
+  ssize_t n = ::recv(c.fd.get(), buf, want, 0);
+  if (n > 0) {
+    c.in.append(buf, static_cast<size_t>(n));
+    return;
+  }
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  kLog.Debug("tcp store {}: client {} disconnected", address(), c.peer);
+  c.broken = true;
+}
+
+void TcpStoreServerImpl::Process(Conn& c) {
+  while (!c.broken && !c.parked && c.out.empty()) {
+    if (!c.authed) {
+      if (c.in.size() < kProofBytes || !CheckProof(c)) return;
+      continue;
+    }
+    if (c.in.size() < 4) return;
+    uint64_t len = GetBig(c.in, 4);
+    if (len > kMaxFrameBytes) {
+      Reject(c, fmt::format("a frame of {} bytes (the limit is {})", len, kMaxFrameBytes));
+      return;
+    }
+    if (c.in.size() < 4 + len) return;
+    Result<Message> m = DecodeBody(std::string_view(c.in).substr(4, len));
+    Status valid = m.ok() ? ValidateRequest(*m) : m.status();
+    if (!valid.ok()) {
+      Reject(c, "a malformed request (" + valid.message() + ")");
+      return;
+    }
+    c.in.erase(0, 4 + len);
+    Execute(c, std::move(m).value());
+  }
+}
+
+bool TcpStoreServerImpl::CheckProof(Conn& c) {
+  std::string_view proof = std::string_view(c.in).substr(0, kProofBytes);
+  if (!base::ConstantTimeEqual(proof, Proof(secret_, c.nonce))) {
+    kLog.Warn("tcp store {}: refused client {}: wrong job secret (or not a railyard client)",
+              address(), c.peer);
+    char verdict = 0;
+    // Best effort: the socket buffer is empty, so this one byte fits; we close regardless.
+    (void)::send(c.fd.get(), &verdict, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    c.broken = true;
+    return false;
+  }
+  c.in.erase(0, kProofBytes);
+  c.authed = true;
+  c.deadline = base::Deadline::Never();
+  c.out.assign(1, '\1');
+  Flush(c);
+  return true;
+}
+
+void TcpStoreServerImpl::Execute(Conn& c, Message m) {
+  const std::string key = m.fields.empty() ? std::string() : m.fields[0];
+  Message reply;
+  switch (m.op) {
+    case kSet:
+      values_[key] = std::move(m.fields[1]);
+      Send(c, reply);
+      Notify(key);
+      return;
+    case kAdd: {
+      auto [it, inserted] = values_.try_emplace(key);
+      Result<int64_t> sum = ApplyAdd(it->second, m.num);
+      if (!sum.ok()) {
+        if (inserted) values_.erase(it);
+        reply.op = kBadValue;
+        reply.fields.push_back(sum.status().message());
+        Send(c, reply);
+        return;
+      }
+      reply.num = *sum;
+      Send(c, reply);
+      Notify(key);
+      return;
+    }
+    case kCas: {
+      auto it = values_.find(key);
+      std::string_view present = it == values_.end() ? std::string_view() : it->second;
+      if (present != m.fields[1]) {
+        reply.fields.emplace_back(present);
+        Send(c, reply);
+        return;
+      }
+      values_[key] = m.fields[2];
+      reply.fields.push_back(std::move(m.fields[2]));
+      Send(c, reply);
+      Notify(key);
+      return;
+    }
+    case kGet:
+    case kWait:
+      c.request = std::move(m);
+      // Clamped: a huge timeout from the wire must not overflow the clock arithmetic.
+      c.deadline = c.request.num < 0 ? base::Deadline::Never()
+                                     : base::Deadline::After(std::chrono::milliseconds(
+                                           std::min<int64_t>(c.request.num, kMaxParkMs)));
+      SetParked(c, true);
+      TryComplete(c);
+      return;
+  }
+}
+
+bool TcpStoreServerImpl::TryComplete(Conn& c) {
+  for (const auto& k : c.request.fields) {
+    if (values_.count(k)) continue;
+    c.waiting_on = k;
+    waiters_[k].push_back(c.id);
+    return false;
+  }
+  Message reply;
+  if (c.request.op == kGet) reply.fields.push_back(values_[c.request.fields[0]]);
+  SetParked(c, false);
+  c.waiting_on.clear();
+  c.deadline = base::Deadline::Never();
+  Send(c, reply);
+  return true;
+}
+
+void TcpStoreServerImpl::Notify(const std::string& key) {
+  auto node = waiters_.extract(key);
+  if (node.empty()) return;
+  for (uint64_t id : node.mapped()) {
+    auto it = conns_.find(id);
+    if (it == conns_.end() || !it->second->parked || it->second->waiting_on != key) continue;
+    it->second->waiting_on.clear();
+    if (TryComplete(*it->second)) resume_.push_back(id);
+  }
+}
+
+void TcpStoreServerImpl::Unpark(Conn& c) {
+  if (!c.waiting_on.empty()) {
+    auto it = waiters_.find(c.waiting_on);
+    if (it != waiters_.end()) {
+      std::erase(it->second, c.id);
+      if (it->second.empty()) waiters_.erase(it);
+    }
+  }
+  c.waiting_on.clear();
+  SetParked(c, false);
+  c.deadline = base::Deadline::Never();
+}
+
+void TcpStoreServerImpl::Send(Conn& c, const Message& reply) {
+  c.out = EncodeFrame(reply);
+  c.out_sent = 0;
+  Flush(c);
+}
+
+void TcpStoreServerImpl::Flush(Conn& c) {
+  while (c.out_sent < c.out.size()) {
+    ssize_t n = ::send(c.fd.get(), c.out.data() + c.out_sent, c.out.size() - c.out_sent,
+                       MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) return;  // EPOLLOUT resumes it
+      kLog.Debug("tcp store {}: client {} send failed", address(), c.peer);
+      c.broken = true;
+      return;
+    }
+    c.out_sent += static_cast<size_t>(n);
+  }
+  c.out.clear();
+  c.out_sent = 0;
+}
+
+void TcpStoreServerImpl::UpdateInterest(Conn& c) {
+  uint32_t want = EPOLLRDHUP;
+  if (!c.out.empty())
+    want |= EPOLLOUT;
+  else if (!c.parked)
+    want |= EPOLLIN;
+  if (want == c.events) return;
+  epoll_event ev{};
+  ev.events = want;
+  ev.data.u64 = c.id;
+  if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev) != 0) {
+    kLog.Error("tcp store {}: cannot watch client {}: {}", address(), c.peer,
+               ErrnoStatus(errno, "epoll_ctl").message());
+    c.broken = true;
+    return;
+  }
+  c.events = want;
+}
+
+void TcpStoreServerImpl::Reject(Conn& c, std::string_view why) {
+  kLog.Warn("tcp store {}: closing connection from {}: it sent {}", address(), c.peer, why);
+  c.broken = true;
+}
+
+void TcpStoreServerImpl::Close(uint64_t id) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  Unpark(*it->second);
+  // Closing the descriptor removes it from the epoll set.
+  conns_.erase(it);
+}
+
+void TcpStoreServerImpl::ExpireTimers() {
+  if (accept_paused_ && accept_paused_until_.Expired()) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kListenId;
+    if (epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, listen_fd_.get(), &ev) == 0) {
+      accept_paused_ = false;
+    } else {
+      accept_paused_until_ = base::Deadline::After(std::chrono::milliseconds(100));
+    }
+  }
+  std::vector<uint64_t> expired;
+  for (const auto& [id, c] : conns_) {
+    if (c->deadline.Expired()) expired.push_back(id);
+  }
+  for (uint64_t id : expired) {
+    Conn& c = *conns_[id];
+    if (!c.authed) {
+      kLog.Info("tcp store {}: closing {}: no proof within {} s", address(), c.peer,
+                kHandshakeTimeout.count());
+      Close(id);
+      continue;
+    }
+    Message reply;
+    reply.op = kTimeout;
+    for (const auto& k : c.request.fields) {
+      if (!values_.count(k)) reply.fields.push_back(k);
+    }
+    Unpark(c);
+    Send(c, reply);
+    resume_.push_back(id);
+  }
+}
+
+int TcpStoreServerImpl::NextTimeoutMs() const {
+  base::Deadline next = accept_paused_ ? accept_paused_until_ : base::Deadline::Never();
+  for (const auto& [id, c] : conns_) next = base::Deadline::Earliest(next, c->deadline);
+  return next.PollTimeoutMs();
+}
+
+// ---- Client ------------------------------------------------------------------------------
+
+// Waits for `events` on fd until the deadline. DEADLINE_EXCEEDED or the poll error.
+Status PollFd(int fd, short events, base::Deadline deadline) {
+  for (;;) {
+    pollfd p{fd, events, 0};
+    int r = ::poll(&p, 1, deadline.PollTimeoutMs());
+    if (r > 0) return Status::Ok();
+    if (r == 0) return DeadlineExceeded("deadline");
+    if (errno != EINTR) return ErrnoStatus(errno, "poll");
+  }
+}
+
+Status SendAll(int fd, std::string_view data, base::Deadline deadline) {
+  while (!data.empty()) {
+    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      data.remove_prefix(static_cast<size_t>(n));
+    } else if (n < 0 && errno == EAGAIN) {
+      RY_RETURN_IF_ERROR(PollFd(fd, POLLOUT, deadline));
+    } else if (n < 0 && errno != EINTR) {
+      return Unavailable("connection lost while sending ({})",
+                         ErrnoStatus(errno, "send").message());
+    }
+  }
+  return Status::Ok();
+}
+
+Status RecvExact(int fd, char* out, size_t n, base::Deadline deadline) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::recv(fd, out + got, n - got, MSG_DONTWAIT);
+    if (r > 0) {
+      got += static_cast<size_t>(r);
+    } else if (r == 0) {
+      return Unavailable("the store closed the connection (did it exit?)");
+    } else if (errno == EAGAIN) {
+      RY_RETURN_IF_ERROR(PollFd(fd, POLLIN, deadline));
+    } else if (errno != EINTR) {
+      return Unavailable("connection lost ({})", ErrnoStatus(errno, "recv").message());
+    }
+  }
+  return Status::Ok();
+}
+
+class TcpStoreClient final : public Store {
+ public:
+  TcpStoreClient(std::string address, sockaddr_in addr, std::string secret)
+      : address_(std::move(address)), addr_(addr), secret_(std::move(secret)) {}
+
+  // Opens and authenticates one connection, retrying refusals until the deadline.
+  Result<base::UniqueFd> Connect(base::Deadline deadline);
+  Result<base::UniqueFd> Handshake(base::UniqueFd fd, base::Deadline deadline);
+  void ReturnIdle(base::UniqueFd fd) {
+    std::lock_guard lock(mu_);
+    if (idle_.size() < kMaxIdle) idle_.push_back(std::move(fd));
+  }
+
+  Status Set(std::string_view key, std::string_view value, base::Deadline deadline) override {
+    RY_RETURN_IF_ERROR(CheckKey(key));
+    RY_RETURN_IF_ERROR(CheckValue(key, value));
+    Message m{kSet, 0, {std::string(key), std::string(value)}};
+    return Call(m, fmt::format("Set '{}'", key), deadline).status();
+  }
+
+  Result<std::string> Get(std::string_view key, base::Deadline deadline) override {
+    RY_RETURN_IF_ERROR(CheckKey(key));
+    Message m{kGet, ServerTimeoutMs(deadline), {std::string(key)}};
+    std::string timeout =
+        fmt::format("{}: key '{}' was not set before the deadline", Describe(), key);
+    RY_ASSIGN_OR_RETURN(Message r, Call(m, fmt::format("Get '{}'", key), deadline, timeout));
+    if (r.op == kOk && r.fields.size() == 1) return std::move(r.fields[0]);
+    if (r.op == kTimeout) return DeadlineExceeded("{}", timeout);
+    return Garbled("Get");
+  }
+
+  Result<int64_t> Add(std::string_view key, int64_t delta, base::Deadline deadline) override {
+    RY_RETURN_IF_ERROR(CheckKey(key));
+    Message m{kAdd, delta, {std::string(key)}};
+    RY_ASSIGN_OR_RETURN(Message r, Call(m, fmt::format("Add '{}'", key), deadline));
+    if (r.op == kOk) return r.num;
+    if (r.op == kBadValue && r.fields.size() == 1) {
+      return InvalidArgument("{}: key '{}' {}", Describe(), key, r.fields[0]);
+    }
+    return Garbled("Add");
+  }
+
+  Result<std::string> CompareAndSet(std::string_view key, std::string_view expected,
+                                    std::string_view desired, base::Deadline deadline) override {
+    RY_RETURN_IF_ERROR(CheckKey(key));
+    RY_RETURN_IF_ERROR(CheckValue(key, expected));
+    RY_RETURN_IF_ERROR(CheckValue(key, desired));
+    Message m{kCas, 0, {std::string(key), std::string(expected), std::string(desired)}};
+    RY_ASSIGN_OR_RETURN(Message r, Call(m, fmt::format("CompareAndSet '{}'", key), deadline));
+    if (r.op == kOk && r.fields.size() == 1) return std::move(r.fields[0]);
+    return Garbled("CompareAndSet");
+  }
+
+  Status Wait(std::span<const std::string> keys, base::Deadline deadline) override {
+    if (keys.empty()) return Status::Ok();
+    if (keys.size() > kMaxWaitKeys) {
+      return InvalidArgument("{}: Wait for {} keys, at most {} at once", Describe(), keys.size(),
+                             kMaxWaitKeys);
+    }
+    Message m{kWait, ServerTimeoutMs(deadline), {}};
+    for (const auto& k : keys) {
+      RY_RETURN_IF_ERROR(CheckKey(k));
+      m.fields.push_back(k);
+    }
+    std::string timeout = fmt::format("{}: keys not all set before the deadline: {}", Describe(),
+                                      fmt::join(keys, ", "));
+    RY_ASSIGN_OR_RETURN(Message r,
+                        Call(m, fmt::format("Wait for {} keys", keys.size()), deadline, timeout));
+    if (r.op == kOk) return Status::Ok();
+    if (r.op == kTimeout) {
+      return DeadlineExceeded("{}: keys not set before the deadline: {}", Describe(),
+                              fmt::join(r.fields, ", "));
+    }
+    return Garbled("Wait");
+  }
+
+  std::string Describe() const override { return "tcp store " + address_; }
+
+ private:
+  static constexpr size_t kMaxIdle = 8;
+
+  Status CheckKey(std::string_view key) const {
+    if (key.size() <= kMaxStoreKeyBytes) return Status::Ok();
+    return InvalidArgument("{}: key '{}...' has {} bytes, the limit is {}", Describe(),
+                           key.substr(0, 64), key.size(), kMaxStoreKeyBytes);
+  }
+  Status CheckValue(std::string_view key, std::string_view value) const {
+    if (value.size() <= kMaxStoreValueBytes) return Status::Ok();
+    return InvalidArgument("{}: value for key '{}' has {} bytes, the limit is {}", Describe(), key,
+                           value.size(), kMaxStoreValueBytes);
+  }
+  Status Garbled(std::string_view op) const {
+    return DataLoss("{}: malformed answer to {} (a different railyard version?)", Describe(), op);
+  }
+
+  // The server answers a little before the client's own deadline, so the usual timeout is
+  // a clean reply rather than a connection dropped mid-request.
+  static int64_t ServerTimeoutMs(base::Deadline deadline) {
+    if (deadline.IsNever()) return -1;
+    int64_t ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline.Remaining()).count();
+    return ms - std::min<int64_t>(ms / 4, 20);
+  }
+
+  // Sends one request on an idle (or new) connection and reads the answer. A connection
+  // that failed or timed out mid-request is closed, never reused: its stream position is
+  // unknown. `timeout_message`, when given, is the DEADLINE_EXCEEDED message for a deadline
+  // that passes while the request is out (a Get waiting for its key).
+  Result<Message> Call(const Message& request, std::string_view what, base::Deadline deadline,
+                       std::string_view timeout_message = {});
+
+  const std::string address_;
+  const sockaddr_in addr_;
+  const std::string secret_;
+  std::mutex mu_;
+  std::vector<base::UniqueFd> idle_;
+};
+
+Result<base::UniqueFd> TcpStoreClient::Connect(base::Deadline deadline) {
+  auto backoff = std::chrono::milliseconds(5);
+  for (;;) {
+    base::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd.valid()) return ErrnoStatus(errno, "socket for " + Describe());
+    int err = 0;
+    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&addr_), sizeof(addr_)) != 0) {
+      err = errno;
+      if (err == EINPROGRESS || err == EINTR) {
+        Status s = PollFd(fd.get(), POLLOUT, deadline);
+        if (s.code() == StatusCode::kDeadlineExceeded) {
+          return DeadlineExceeded("{}: connection not established before the deadline", Describe());
+        }
+        RY_RETURN_IF_ERROR(s);
+        socklen_t len = sizeof(err);
+        if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+      }
+    }
+    if (err == 0) return Handshake(std::move(fd), deadline);
+    Status last = ErrnoStatus(err, "connect");
+    bool transient = err == ECONNREFUSED || err == ECONNRESET || err == ETIMEDOUT ||
+                     err == EHOSTUNREACH || err == ENETUNREACH || err == EAGAIN;
+    if (!transient) return Unavailable("{}: cannot connect: {}", Describe(), last.message());
+    if (deadline.Expired()) {
+      return DeadlineExceeded(
+          "{}: not reachable before the deadline (last: {}); is the store running and the "
+          "address right?",
+          Describe(), last.message());
+    }
+    // Ranks usually start before the store is listening: retry, gently.
+    std::this_thread::sleep_for(std::min<base::Duration>(backoff, deadline.Remaining()));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(200));
+  }
+}
+
+Result<base::UniqueFd> TcpStoreClient::Handshake(base::UniqueFd fd, base::Deadline deadline) {
+  auto fail = [&](const Status& s, std::string_view step) -> Status {
+    if (s.code() == StatusCode::kDeadlineExceeded) {
+      return DeadlineExceeded(
+          "{}: connected, but no {} before the deadline (is something else listening there, "
+          "or is the store overloaded?)",
+          Describe(), step);
+    }
+    return Status(s.code(), fmt::format("{}: during the handshake: {}", Describe(), s.message()));
+  };
+  char greeting[kGreetingBytes];
+  Status s = RecvExact(fd.get(), greeting, sizeof(greeting), deadline);
+  if (!s.ok()) return fail(s, "greeting");
+  std::string_view g(greeting, sizeof(greeting));
+  if (g.substr(0, sizeof(kMagic)) != std::string_view(kMagic, sizeof(kMagic))) {
+    return Unavailable("{}: the server there is not a railyard tcp store (bad greeting)",
+                       Describe());
+  }
+  uint64_t version = GetBig(g.substr(sizeof(kMagic)), 4);
+  if (version != kVersion) {
+    return FailedPrecondition("{} speaks protocol version {}, this client speaks {}", Describe(),
+                              version, kVersion);
+  }
+  s = SendAll(fd.get(), Proof(secret_, g.substr(sizeof(kMagic) + 4)), deadline);
+  if (!s.ok()) return fail(s, "proof sent");
+  char verdict = 0;
+  s = RecvExact(fd.get(), &verdict, 1, deadline);
+  if (!s.ok() && s.code() != StatusCode::kUnavailable) return fail(s, "verdict");
+  if (!s.ok() || verdict != 1) {
+    return PermissionDenied("{} refused the job secret", Describe());
+  }
+  return fd;
+}
+
+Result<Message> TcpStoreClient::Call(const Message& request, std::string_view what,
+                                     base::Deadline deadline, std::string_view timeout_message) {
+  std::string frame = EncodeFrame(request);
+  if (frame.size() - 4 > kMaxFrameBytes) {
+    return InvalidArgument("{}: {}: the request has {} bytes, the limit is {}", Describe(), what,
+                           frame.size() - 4, kMaxFrameBytes);
+  }
+  base::UniqueFd fd;
+  {
+    std::lock_guard lock(mu_);
+    if (!idle_.empty()) {
+      fd = std::move(idle_.back());
+      idle_.pop_back();
+    }
+  }
+  if (!fd.valid()) {
+    RY_ASSIGN_OR_RETURN(fd, Connect(deadline));
+  }
+  auto fail = [&](const Status& s) {
+    if (s.code() != StatusCode::kDeadlineExceeded) {
+      return Status(s.code(), fmt::format("{}: {}: {}", Describe(), what, s.message()));
+    }
+    if (!timeout_message.empty()) return Status(s.code(), std::string(timeout_message));
+    return DeadlineExceeded("{}: {}: no answer before the deadline", Describe(), what);
+  };
+  Status s = SendAll(fd.get(), frame, deadline);
+  if (!s.ok()) return fail(s);
+  char header[4];
+  s = RecvExact(fd.get(), header, sizeof(header), deadline);
+  if (!s.ok()) return fail(s);
+  uint64_t len = GetBig(std::string_view(header, 4), 4);
+  if (len > kMaxFrameBytes) {
+    return DataLoss("{}: {}: answer claims {} bytes (limit {})", Describe(), what, len,
+                    kMaxFrameBytes);
+  }
+  std::string body(len, '\0');
+  s = RecvExact(fd.get(), body.data(), len, deadline);
+  if (!s.ok()) return fail(s);
+  Result<Message> reply = DecodeBody(body);
+  if (!reply.ok()) return reply.status().WithContext(Describe() + ": " + std::string(what));
+  ReturnIdle(std::move(fd));
+  return reply;
+}
+
+// "host:port" or "[v6]:port" split; INVALID_ARGUMENT naming the text.
+Result<sockaddr_in> ResolveStoreAddress(std::string_view host_port) {
+  size_t colon = host_port.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    return InvalidArgument("tcp store address '{}' is not host:port", host_port);
+  }
+  std::string host(host_port.substr(0, colon));
+  std::string_view port_text = host_port.substr(colon + 1);
+  int port = 0;
+  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port <= 0 ||
+      port > 65535) {
+    return InvalidArgument("tcp store address '{}': '{}' is not a port (1-65535)", host_port,
+                           port_text);
+  }
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) == 1) return addr;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
+  if (rc != 0 || res == nullptr) {
+    return Unavailable("tcp store {}: cannot resolve host '{}': {}", host_port, host,
+                       ::gai_strerror(rc));
+  }
+  addr.sin_addr = reinterpret_cast<const sockaddr_in*>(res->ai_addr)->sin_addr;
+  ::freeaddrinfo(res);
+  return addr;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(
+    const TcpStoreServerOptions& options) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  if (::inet_pton(AF_INET, options.bind_ip.c_str(), &addr.sin_addr) != 1) {
+    return InvalidArgument("tcp store bind address '{}' is not an IPv4 address", options.bind_ip);
+  }
+  if (options.port < 0 || options.port > 65535) {
+    return InvalidArgument("tcp store port {} is out of range (0-65535)", options.port);
+  }
+  addr.sin_port = htons(static_cast<uint16_t>(options.port));
+  std::string where = fmt::format("{}:{}", options.bind_ip, options.port);
+  base::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return ErrnoStatus(errno, "tcp store socket");
+  int one = 1;
+  // A restarted launcher must be able to reuse its well-known port at once.
+  (void)::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    Status s = ErrnoStatus(errno, "bind");
+    return Unavailable("tcp store cannot listen on {}: {}", where, s.message());
+  }
+  if (::listen(fd.get(), SOMAXCONN) != 0) {
+    return ErrnoStatus(errno, "listen on " + where);
+  }
+  socklen_t len = sizeof(addr);
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return ErrnoStatus(errno, "getsockname of " + where);
+  }
+  base::UniqueFd wake(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!wake.valid()) return ErrnoStatus(errno, "eventfd for tcp store");
+  base::UniqueFd ep(::epoll_create1(EPOLL_CLOEXEC));
+  if (!ep.valid()) return ErrnoStatus(errno, "epoll_create1 for tcp store");
+  for (auto [watched, id] : {std::pair{fd.get(), kListenId}, std::pair{wake.get(), kWakeId}}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = id;
+    if (::epoll_ctl(ep.get(), EPOLL_CTL_ADD, watched, &ev) != 0) {
+      return ErrnoStatus(errno, "epoll_ctl for tcp store");
+    }
+  }
+  auto server =
+      std::make_unique<TcpStoreServerImpl>(options.bind_ip, ntohs(addr.sin_port), options.secret,
+                                           std::move(fd), std::move(wake), std::move(ep));
+  server->StartThread();
+  kLog.Info("tcp store listening on {}", server->address());
+  return std::unique_ptr<TcpStoreServer>(std::move(server));
+}
+
+Result<std::unique_ptr<Store>> ConnectTcpStore(std::string_view host_port, std::string_view secret,
+                                               base::Deadline deadline) {
+  RY_ASSIGN_OR_RETURN(sockaddr_in addr, ResolveStoreAddress(host_port));
+  auto client = std::make_unique<TcpStoreClient>(std::string(host_port), addr, std::string(secret));
+  // Connect now, so a wrong secret or an unreachable store shows at startup, not at the
+  // first Get.
+  RY_ASSIGN_OR_RETURN(base::UniqueFd fd, client->Connect(deadline));
+  client->ReturnIdle(std::move(fd));
+  return std::unique_ptr<Store>(std::move(client));
+}
+
+}  // namespace railyard::net

@@ -1,0 +1,162 @@
+// Transport: moves tagged byte ranges between the ranks of one job. It knows no collective.
+//
+// One Transport object per rank ("device" in Gloo's words) reaches every other rank of the
+// job. Sends and receives are posted and return a Request at once; WaitAll drives progress
+// until the requests complete, a peer fails, the deadline passes or the job is aborted.
+// Progress happens only inside WaitAll/Test (no hidden progress thread), so a rank that is
+// not in a communication call does not answer its peers: that is exactly how a stalled rank
+// is told apart from a slow link.
+//
+//   RY_ASSIGN_OR_RETURN(Request s, t.PostSend(next, tag, out, n));
+//   RY_ASSIGN_OR_RETURN(Request r, t.PostRecv(prev, tag, in, n));
+//   RY_RETURN_IF_ERROR(t.WaitAll({{s, r}}, deadline));
+//
+// Matching: messages from one peer with one tag arrive in the order they were posted, and
+// a receive matches the oldest unmatched message of its (peer, tag). A message longer than
+// the posted receive is an error (DATA_LOSS naming the peer, tag and both lengths); shorter
+// completes with the received length readable through ReceivedBytes().
+//
+// Failures name the peer: "rank 3 (node2, pid 4242): connection reset while receiving tag
+// 0x5". The comm layer adds the operation and its sequence number.
+//
+// Backends: tcp (net/tcp/), shm (net/shm/), ofi (net/ofi/); chosen by net/select.h.
+//
+// Thread-safety: a Transport is used by one thread at a time (the communicator's); Abort()
+// may be called from any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "railyard/base/clock.h"
+#include "railyard/base/status.h"
+#include "railyard/net/store.h"
+
+namespace railyard::net {
+
+using Tag = uint64_t;
+
+// Who a rank is, as published through the store when the transport starts.
+struct PeerInfo {
+  int rank = -1;
+  std::string host;     // the host name the rank reported
+  int pid = 0;          // its process id, for operators
+  std::string address;  // backend-specific endpoint address
+};
+
+// "rank 3 (node2 pid 4242)".
+std::string DescribePeer(const PeerInfo& peer);
+
+// A posted send or receive. A plain value; completed requests' ids are never reused.
+struct Request {
+  uint64_t id = 0;
+};
+
+// What a liveness probe learned about one peer.
+struct ProbeResult {
+  enum class State {
+    kAlive,         // answered; `activity` says what it is doing
+    kDead,          // the connection was refused or reset: the process is gone
+    kUnresponsive,  // no answer before the deadline: stopped, hung, or its link is cut
+  };
+  int rank = -1;
+  State state = State::kUnresponsive;
+  std::string activity;  // from SetActivity() on the peer, e.g. "allreduce #57 waiting for rank 2"
+  std::string detail;    // for kDead/kUnresponsive: what happened
+};
+
+// Options common to every backend.
+struct TransportOptions {
+  int rank = 0;
+  int size = 1;
+  Store* store = nullptr;      // not owned; must outlive Start()
+  std::string key_prefix;      // store keys are "<key_prefix>/<backend>/..."; one per communicator
+  std::string secret;          // per-job secret, proven on every data connection
+  std::string host;            // reported to peers; default: gethostname()
+  // Interface selection in NCCL_SOCKET_IFNAME syntax ("eth", "^docker,lo", "=eth0"); empty
+  // means automatic. Backends that do not use sockets ignore it.
+  std::string socket_ifname;
+  // For the tcp backend: connections per peer and direction, and socket buffer size.
+  int streams_per_peer = 2;
+  size_t socket_buffer_bytes = 4 << 20;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // "tcp", "shm", "ofi".
+  virtual std::string_view name() const = 0;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Valid after Start() for every rank (own included).
+  virtual const PeerInfo& peer(int rank) const = 0;
+
+  // Publishes this rank's address, waits for every rank's and prepares (lazily opened)
+  // connections. Returns DEADLINE_EXCEEDED naming the ranks that never published.
+  virtual Status Start(base::Deadline deadline) = 0;
+
+  // Posts a send of [data, data + len). The memory must stay valid and unchanged until the
+  // request completes. INVALID_ARGUMENT for a bad peer; ABORTED after Abort.
+  virtual Result<Request> PostSend(int peer, Tag tag, const void* data, size_t len) = 0;
+  // Posts a receive into [data, data + len); the memory must stay valid until completion.
+  virtual Result<Request> PostRecv(int peer, Tag tag, void* data, size_t len) = 0;
+
+  // Drives progress until all `requests` complete. Errors: the first peer failure (naming
+  // the peer); DEADLINE_EXCEEDED naming the peers whose requests are still pending; ABORTED
+  // with the aborting rank's reason. Waited requests are consumed whatever the outcome, and
+  // their buffers are never touched again. After any error the transport is failed: later
+  // PostSend/PostRecv/WaitAll return the same error, while Probe and Abort still work (the
+  // caller uses them to find and tell the culprit).
+  virtual Status WaitAll(std::span<const Request> requests, base::Deadline deadline) = 0;
+
+  // Bytes received by a completed receive (valid until the next WaitAll).
+  virtual size_t ReceivedBytes(Request request) const = 0;
+
+  // Asks `ranks` whether they are alive and what they do. Answers come from peers that are
+  // inside a WaitAll (or Probe) themselves. Never fails: unreachable peers are reported.
+  virtual std::vector<ProbeResult> Probe(std::span<const int> ranks, base::Deadline deadline) = 0;
+
+  // What this rank is doing, reported to probing peers. Cheap; called per operation.
+  virtual void SetActivity(std::string activity) = 0;
+
+  // Tells every peer (best effort, until `deadline`) that the job is aborting with `reason`;
+  // afterwards every call on this transport fails ABORTED. Peers' WaitAll return ABORTED
+  // naming this rank and the reason. Safe to call from any thread and more than once.
+  virtual void Abort(std::string_view reason, base::Deadline deadline) = 0;
+
+  // One-sided writes (RMA). Only backends that support them (ofi) override these; the
+  // others return UNIMPLEMENTED. A target learns that writes landed through a message the
+  // writer sends after its write requests completed.
+  virtual bool SupportsRma() const { return false; }
+  // Registers [data, data + len) as a target of peers' writes. `remote_key` is opaque bytes
+  // to hand to the writing peers (through a message or the store).
+  struct RmaRegion {
+    uint64_t id = 0;
+    std::string remote_key;
+  };
+  virtual Result<RmaRegion> RegisterRma(void* data, size_t len) {
+    (void)data, (void)len;
+    return Unimplemented("transport {} has no one-sided writes", name());
+  }
+  virtual Status DeregisterRma(uint64_t region_id) {
+    (void)region_id;
+    return Unimplemented("transport {} has no one-sided writes", name());
+  }
+  // Writes [data, data + len) at `offset` in the peer's region named by `remote_key`.
+  virtual Result<Request> PostWrite(int peer, const void* data, size_t len,
+                                    std::string_view remote_key, uint64_t offset) {
+    (void)peer, (void)data, (void)len, (void)remote_key, (void)offset;
+    return Unimplemented("transport {} has no one-sided writes", name());
+  }
+};
+
+// Lists the peers whose requests are still pending, for DEADLINE_EXCEEDED messages.
+std::string DescribeRanks(std::span<const int> ranks);
+
+}  // namespace railyard::net

@@ -1,0 +1,75 @@
+// Test helpers: a group of transports as threads of one process on an in-memory store.
+//
+//   TransportGroup g = StartTransportGroupForTest(NewTcpTransport, 4, "=lo");
+//   RunRanksForTest(g, [](int rank, Transport& t) -> Status { ... });
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "railyard/net/store.h"
+#include "railyard/net/transport.h"
+
+namespace railyard::net {
+
+using TransportFactory =
+    std::function<Result<std::unique_ptr<Transport>>(const TransportOptions&)>;
+
+struct TransportGroup {
+  std::unique_ptr<Store> store;
+  std::vector<std::unique_ptr<Transport>> ranks;
+  Status status;  // first creation/Start error
+};
+
+// Creates `size` transports (options copied from `base` with rank/size/store filled) and
+// starts them concurrently, each Start in its own thread with a 20 s deadline.
+inline TransportGroup StartTransportGroupForTest(const TransportFactory& factory, int size,
+                                                 TransportOptions base = {}) {
+  TransportGroup g;
+  g.store = NewInMemoryStore();
+  if (base.secret.empty()) base.secret = "test-secret";
+  if (base.key_prefix.empty()) base.key_prefix = "test";
+  if (base.socket_ifname.empty()) base.socket_ifname = "=lo";
+  g.ranks.resize(size);
+  std::vector<Status> st(size);
+  for (int r = 0; r < size; ++r) {
+    TransportOptions o = base;
+    o.rank = r;
+    o.size = size;
+    o.store = g.store.get();
+    auto t = factory(o);
+    if (!t.ok()) {
+      g.status = t.status();
+      return g;
+    }
+    g.ranks[r] = std::move(*t);
+  }
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      st[r] = g.ranks[r]->Start(base::Deadline::After(std::chrono::seconds(20)));
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& s : st) {
+    if (!s.ok() && g.status.ok()) g.status = s;
+  }
+  return g;
+}
+
+// Runs fn(rank, transport) on one thread per rank and returns each rank's Status.
+inline std::vector<Status> RunRanksForTest(TransportGroup& g,
+                                           const std::function<Status(int, Transport&)>& fn) {
+  std::vector<Status> st(g.ranks.size());
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < g.ranks.size(); ++r) {
+    threads.emplace_back([&, r] { st[r] = fn(static_cast<int>(r), *g.ranks[r]); });
+  }
+  for (auto& t : threads) t.join();
+  return st;
+}
+
+}  // namespace railyard::net
