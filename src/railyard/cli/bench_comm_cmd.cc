@@ -14,6 +14,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "railyard/base/hmac.h"
 #include "railyard/base/subprocess.h"
 #include "railyard/base/units.h"
@@ -99,6 +102,10 @@ Outcome RunWorker(const CommFlags& f) {
                       comm::Bootstrap(cfg, base::Deadline::After(*timeout)));
   comm::Communicator& c = *b.comm;
   if (c.rank() == 0 && !f.json) {
+    o.on_timing_start = [](uint64_t size) {
+      fmt::print("# timing {} bytes\n", size);
+      std::fflush(stdout);
+    };
     fmt::print("# {}\n", Title(f, b.transport, c.size()));
     std::fflush(stdout);
   }
@@ -137,6 +144,23 @@ Outcome RunLauncher(const CommFlags& f) {
   auto resolved = net::ResolveTransport(f.transport, !f.use_vcluster);
   if (!resolved.ok()) return resolved.status().WithContext("--transport");
 
+  // Provider and interface problems: one line here, not one per rank.
+  const char* provider_env = std::getenv("RAILYARD_OFI_PROVIDER");
+  if (*resolved == "ofi") {
+    std::string provider = provider_env ? provider_env : "tcp;ofi_rxm";
+    RY_ASSIGN_OR_RETURN(std::vector<std::string> providers, net::ListOfiProviders());
+    if (std::find(providers.begin(), providers.end(), provider) == providers.end()) {
+      std::string list;
+      for (const auto& p : providers) list += (list.empty() ? "" : ", ") + p;
+      return NotFound("RAILYARD_OFI_PROVIDER: libfabric provider '{}' is not available here; "
+                      "available: {}", provider, list);
+    }
+  }
+  const char* ifname_env = std::getenv("RAILYARD_SOCKET_IFNAME");
+  if (ifname_env != nullptr && *ifname_env != '\0') {
+    auto iface = net::ChooseInterface(ifname_env);
+    if (!iface.ok()) return iface.status().WithContext("RAILYARD_SOCKET_IFNAME");
+  }
   std::vector<base::SpawnOptions> spawns(f.ranks);
   std::string store_ip = "127.0.0.1";
   std::vector<std::pair<std::string, std::string>> common;
@@ -161,7 +185,9 @@ Outcome RunLauncher(const CommFlags& f) {
       }
     }
   } else {
-    for (auto& s : spawns) s.env.push_back({"RAILYARD_SOCKET_IFNAME", "=lo"});
+    // On one host, ranks talk over loopback unless told otherwise.
+    std::string ifname = ifname_env != nullptr && *ifname_env != '\0' ? ifname_env : "=lo";
+    for (auto& s : spawns) s.env.push_back({"RAILYARD_SOCKET_IFNAME", ifname});
     common.push_back({"RAILYARD_OFI_DOMAIN", "lo"});
   }
   // The store port: rank 0 binds it in its own namespace; in netns mode the port is free

@@ -191,6 +191,7 @@ Result<std::vector<CommBenchRow>> RunCommBench(Communicator& c, const CommBenchO
     int64_t wrong = static_cast<int64_t>(CountWrong(b.recv, b.want, es));
     for (int i = 0; i < o.warmup; ++i) RY_RETURN_IF_ERROR(RunOnce(c, o, count, b));
     RY_RETURN_IF_ERROR(c.Barrier());
+    if (o.on_timing_start) o.on_timing_start(count * es);
     auto start = base::Clock::now();
     for (int i = 0; i < o.iters; ++i) RY_RETURN_IF_ERROR(RunOnce(c, o, count, b));
     double seconds = base::SecondsSince(start) / std::max(1, o.iters);

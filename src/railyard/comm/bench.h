@@ -10,6 +10,7 @@
 // iteration on known data.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct CommBenchOptions {
   int iters = 20;
   int warmup = 5;
   Algorithm algorithm = Algorithm::kAuto;
+  // Called on every rank when the timed iterations of a size begin (progress; tests use it
+  // to know the ranks are inside the loop).
+  std::function<void(uint64_t size_bytes)> on_timing_start;
 };
 
 struct CommBenchRow {

@@ -622,8 +622,19 @@ void OfiTransport::OnError(const fi_cq_err_entry& err) {
     return;
   }
   if (err.err == FI_ECANCELED) {
-    op->status = Aborted("{}: cancelled", Self());
-    return Finish(op);
+    if (op->abandoned) {
+      op->status = Aborted("{}: cancelled", Self());
+      return Finish(op);
+    }
+    // Not cancelled by us: rxm cancels what is posted to a peer whose connection broke.
+    int peer = op->peer;
+    Status st = peers_[peer].failure.ok()
+                    ? Unavailable("{}: {} {} tag {:#x}: the provider cancelled it (connection "
+                                  "to the peer lost: process died or link failed)",
+                                  Self(), KindVerb(op->kind), Who(peer), op->tag)
+                    : peers_[peer].failure;
+    FailOp(op, st);
+    return FailPeer(peer, st);
   }
   char buf[256] = "";
   const char* detail = fi_cq_strerror(cq_.get(), err.prov_errno, err.err_data, buf, sizeof(buf));

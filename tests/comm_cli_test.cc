@@ -1,0 +1,67 @@
+// `railyard bench comm` from the command line: a real multi-process run with checked JSON,
+// and one clear line with exit code 2 for each kind of bad input.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_harness.h"
+
+namespace railyard::testing {
+namespace {
+
+TEST(BenchCommCli, JsonRowsFromThreeRankProcesses) {
+  for (const char* transport : {"tcp", "shm"}) {
+    auto r = RunRailyard({"bench", "comm", "--ranks", "3", "--transport", transport, "--sizes",
+                          "4KiB:16KiB", "--iters", "3", "--warmup", "1", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << transport << ": " << r.err;
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(j.is_array()) << r.out;
+    ASSERT_EQ(j.size(), 3u) << r.out;  // 4, 8 and 16 KiB
+    for (const auto& row : j) {
+      for (const char* key : {"size_bytes", "count", "type", "time_us", "algbw_gbps",
+                              "busbw_gbps", "wrong"}) {
+        EXPECT_TRUE(row.contains(key)) << key << " in " << row.dump();
+      }
+      EXPECT_EQ(row["wrong"], 0) << row.dump();
+      EXPECT_EQ(row["count"].get<uint64_t>() * 4, row["size_bytes"].get<uint64_t>());
+      // busbw = algbw * 2(n-1)/n for allreduce.
+      EXPECT_NEAR(row["busbw_gbps"].get<double>(), row["algbw_gbps"].get<double>() * 4.0 / 3.0,
+                  1e-9 + row["busbw_gbps"].get<double>() * 1e-9);
+    }
+    EXPECT_EQ(j[0]["size_bytes"], 4096);
+  }
+}
+
+TEST(BenchCommCli, TableHasNcclTestsColumns) {
+  auto r = RunRailyard({"bench", "comm", "--ranks", "2", "--transport", "tcp", "--op",
+                        "allgather", "--sizes", "8KiB", "--iters", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("#wrong"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("busbw"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Out of bounds values : 0 OK"), std::string::npos) << r.out;
+}
+
+void ExpectBadInput(std::vector<std::string> args, const std::string& mention,
+                    std::vector<std::pair<std::string, std::string>> env = {}) {
+  std::vector<std::string> full = {"bench", "comm"};
+  full.insert(full.end(), args.begin(), args.end());
+  auto r = RunRailyard(full, env);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(mention), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+}
+
+TEST(BenchCommCli, BadInputIsOneClearLine) {
+  ExpectBadInput({"--ranks", "0"}, "--ranks 0");
+  ExpectBadInput({"--transport", "carrier-pigeon"}, "carrier-pigeon");
+  ExpectBadInput({"--sizes", "64MiB:4KiB"}, "--sizes");
+  ExpectBadInput({"--sizes", "lots"}, "lots");
+  ExpectBadInput({"--op", "allscatter"}, "allscatter");
+  ExpectBadInput({"--transport", "tcp"}, "no-such-if0",
+                 {{"RAILYARD_SOCKET_IFNAME", "=no-such-if0"}});
+  ExpectBadInput({"--transport", "ofi"}, "verbs;ofi_rxm",
+                 {{"RAILYARD_OFI_PROVIDER", "verbs;ofi_rxm"}});
+}
+
+}  // namespace
+}  // namespace railyard::testing

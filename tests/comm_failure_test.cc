@@ -1,0 +1,135 @@
+// Failure attribution across real rank processes, for every transport: a rank SIGKILLed or
+// SIGSTOPped in the middle of an allreduce loop is named by every survivor, and nobody
+// hangs; a store that cannot be reached is named. Ranks are `railyard bench comm --worker`
+// processes that meet through a TcpStore served by this test.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include "railyard/base/hmac.h"
+#include "railyard/base/subprocess.h"
+#include "railyard/net/select.h"
+#include "railyard/net/tcp_store.h"
+
+namespace railyard {
+namespace {
+
+using std::chrono::seconds;
+
+constexpr int kRanks = 4;
+constexpr const char* kTimeout = "2s";
+
+struct Job {
+  std::unique_ptr<net::TcpStoreServer> store;
+  std::vector<base::Child> ranks;
+};
+
+Job StartJob(const std::string& transport) {
+  Job job;
+  std::string secret = base::ToHex(base::RandomBytes(16));
+  auto server = net::TcpStoreServer::Start({.bind_ip = "127.0.0.1", .port = 0, .secret = secret});
+  EXPECT_TRUE(server.ok()) << server.status().ToString();
+  if (!server.ok()) return job;
+  job.store = std::move(*server);
+  for (int r = 0; r < kRanks; ++r) {
+    base::SpawnOptions o;
+    // One size, many iterations: the ranks are inside the timed allreduce loop for as long
+    // as the test needs.
+    o.argv = {RAILYARD_BINARY, "bench", "comm", "--worker", "--sizes", "256KiB", "--iters",
+              "100000", "--warmup", "3", "--timeout", kTimeout};
+    o.env = {{"RAILYARD_RANK", std::to_string(r)},
+             {"RAILYARD_WORLD_SIZE", std::to_string(kRanks)},
+             {"RAILYARD_STORE", job.store->address()},
+             {"RAILYARD_JOB_SECRET", secret},
+             {"RAILYARD_TRANSPORT", transport},
+             {"RAILYARD_SOCKET_IFNAME", "=lo"},
+             {"RAILYARD_OFI_DOMAIN", "lo"},
+             {"RAILYARD_COMM_ALGO", "ring"}};
+    auto child = base::Child::Spawn(o);
+    EXPECT_TRUE(child.ok()) << child.status().ToString();
+    if (child.ok()) job.ranks.push_back(std::move(*child));
+  }
+  return job;
+}
+
+// Rank 0 prints "# timing ..." once every rank is past warm-up and inside the loop.
+void WaitUntilTiming(Job& job) {
+  auto deadline = base::Deadline::After(seconds(60));
+  for (;;) {
+    auto line = job.ranks[0].ReadLine(deadline);
+    ASSERT_TRUE(line.ok()) << "rank 0 never started timing: " << line.status().ToString();
+    if (line->rfind("# timing", 0) == 0) return;
+  }
+}
+
+// Every survivor must exit on its own (not be killed by this bound) with an error naming
+// `culprit`.
+void ExpectSurvivorsName(Job& job, int culprit, const std::string& transport) {
+  for (int r = 0; r < kRanks; ++r) {
+    if (r == culprit) continue;
+    // The bound only keeps a broken build from hanging the suite: survivors report within
+    // their 2 s deadline plus about a second.
+    auto e = job.ranks[r].Wait(base::Deadline::After(seconds(30)));
+    ASSERT_TRUE(e.ok()) << transport << " rank " << r << " did not exit: " << e.status().ToString();
+    EXPECT_EQ(e->exit_code, 1) << transport << " rank " << r << ": " << e->stderr_text;
+    EXPECT_NE(e->stderr_text.find(fmt::format("rank {} (", culprit)), std::string::npos)
+        << transport << " rank " << r << " does not name rank " << culprit << ": "
+        << e->stderr_text;
+    // The operation and its sequence number: the allreduce loop, or the barrier just before
+    // it for a rank that had not left the barrier yet.
+    EXPECT_TRUE(e->stderr_text.find("allreduce #") != std::string::npos ||
+                e->stderr_text.find("barrier #") != std::string::npos)
+        << transport << " rank " << r << " does not name the operation: " << e->stderr_text;
+  }
+}
+
+class CommFailureTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CommFailureTest, KilledRankIsNamedByEverySurvivor) {
+  Job job = StartJob(GetParam());
+  ASSERT_EQ(job.ranks.size(), static_cast<size_t>(kRanks));
+  ASSERT_NO_FATAL_FAILURE(WaitUntilTiming(job));
+  job.ranks[2].SignalGroup(SIGKILL);
+  ExpectSurvivorsName(job, 2, GetParam());
+}
+
+TEST_P(CommFailureTest, StoppedRankIsNamedByEverySurvivor) {
+  Job job = StartJob(GetParam());
+  ASSERT_EQ(job.ranks.size(), static_cast<size_t>(kRanks));
+  ASSERT_NO_FATAL_FAILURE(WaitUntilTiming(job));
+  job.ranks[1].SignalGroup(SIGSTOP);
+  ExpectSurvivorsName(job, 1, GetParam());
+  job.ranks[1].KillAndReap();
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, CommFailureTest, ::testing::ValuesIn(net::TransportNames()));
+
+TEST(CommRendezvous, UnreachableStoreIsNamedAtTheDeadline) {
+  base::SpawnOptions o;
+  o.argv = {RAILYARD_BINARY, "bench", "comm", "--worker", "--sizes", "4KiB", "--timeout", "1s"};
+  // A port nothing listens on: connection refused until the deadline.
+  o.env = {{"RAILYARD_RANK", "1"}, {"RAILYARD_WORLD_SIZE", "2"},
+           {"RAILYARD_STORE", "127.0.0.1:9"}, {"RAILYARD_JOB_SECRET", "x"},
+           {"RAILYARD_TRANSPORT", "tcp"}, {"RAILYARD_SOCKET_IFNAME", "=lo"}};
+  auto e = base::RunCommand(o, base::Deadline::After(seconds(30)));
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_NE(e->exit_code, 0);
+  EXPECT_NE(e->stderr_text.find("127.0.0.1:9"), std::string::npos) << e->stderr_text;
+}
+
+TEST(CommRendezvous, WrongSecretIsRefused) {
+  auto server = net::TcpStoreServer::Start({.bind_ip = "127.0.0.1", .port = 0, .secret = "right"});
+  ASSERT_TRUE(server.ok());
+  base::SpawnOptions o;
+  o.argv = {RAILYARD_BINARY, "bench", "comm", "--worker", "--sizes", "4KiB", "--timeout", "2s"};
+  o.env = {{"RAILYARD_RANK", "0"}, {"RAILYARD_WORLD_SIZE", "1"},
+           {"RAILYARD_STORE", (*server)->address()}, {"RAILYARD_JOB_SECRET", "wrong"},
+           {"RAILYARD_TRANSPORT", "tcp"}, {"RAILYARD_SOCKET_IFNAME", "=lo"}};
+  auto e = base::RunCommand(o, base::Deadline::After(seconds(30)));
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_NE(e->exit_code, 0);
+  EXPECT_NE(e->stderr_text.find("secret"), std::string::npos) << e->stderr_text;
+}
+
+}  // namespace
+}  // namespace railyard
