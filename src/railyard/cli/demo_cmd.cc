@@ -3,8 +3,10 @@
 #include <cstdio>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "railyard/base/clock.h"
+#include "railyard/base/subprocess.h"
 #include "railyard/base/units.h"
 #include "railyard/cli/cli_common.h"
 #include "railyard/place/placement.h"
@@ -35,6 +37,43 @@ void Step(int n, int total, std::string_view what) {
   std::fflush(stdout);
 }
 
+// One allreduce benchmark across all hosts, through `railyard bench comm --vcluster`, with
+// its bus bandwidth next to the rates the links allow.
+Status DemoAllreduce(const vcluster::ClusterState& state) {
+  const auto& spec = state.spec();
+  base::SpawnOptions o;
+  o.argv = {SelfExecutable(), "bench", "comm", "--vcluster", spec.prefix, "--ranks",
+            std::to_string(spec.hosts), "--transport", "tcp", "--sizes", "16MiB", "--iters", "3",
+            "--warmup", "1", "--timeout", "30s", "--json"};
+  RY_ASSIGN_OR_RETURN(base::ExitInfo done,
+                      base::RunChecked(o, base::Deadline::After(std::chrono::seconds(120))));
+  auto rows = nlohmann::json::parse(done.stdout_text, nullptr, false);
+  if (!rows.is_array() || rows.empty() || !rows[0].contains("busbw_gbps")) {
+    return Internal("bench comm printed no result: {}", done.stdout_text.substr(0, 200));
+  }
+  double busbw_bits = rows[0]["busbw_gbps"].get<double>() * 8e9;
+  fmt::print("  16 MiB f32 sum, ring over {} hosts: {} us per allreduce, busbw {}, {} wrong\n",
+             spec.hosts, static_cast<int64_t>(rows[0]["time_us"].get<double>()),
+             base::FormatRateBits(busbw_bits), rows[0]["wrong"].get<uint64_t>());
+  if (spec.mode == vcluster::Mode::kLoopback || spec.leaf_rate_bits == 0) {
+    fmt::print("  (loopback mode: links are not shaped, so there is no link rate to compare)\n");
+    return Status::Ok();
+  }
+  // A ring crosses a leaf uplink when the hosts span leaves; then the uplink is the limit.
+  uint64_t limit = spec.leaf_rate_bits;
+  std::string why = "host link";
+  if (spec.leaves > 1 && spec.spine_rate_bits > 0 && spec.spine_rate_bits < limit) {
+    limit = spec.spine_rate_bits;
+    why = "leaf uplink (the ring crosses the spine)";
+  }
+  fmt::print("  link rates: host {}, leaf uplink {}; the limit here is the {}: busbw is {:.0f}% "
+             "of {}\n", base::FormatRateBits(static_cast<double>(spec.leaf_rate_bits)),
+             base::FormatRateBits(static_cast<double>(spec.spine_rate_bits)), why,
+             100.0 * busbw_bits / static_cast<double>(limit),
+             base::FormatRateBits(static_cast<double>(limit)));
+  return Status::Ok();
+}
+
 Status RunDemo(const DemoFlags& f) {
   auto start = base::Clock::now();
   ClusterSpec spec;
@@ -50,7 +89,7 @@ Status RunDemo(const DemoFlags& f) {
 
   auto runner = MakeSystemRunner(std::chrono::seconds(20));
   VirtualCluster vc(runner.get(), DefaultStateDir());
-  const int total = 6;
+  const int total = 7;
 
   Step(1, total, fmt::format("bring up a {}-host virtual cluster on {} leaves", spec.hosts,
                              spec.leaves));
@@ -158,7 +197,11 @@ Status RunDemo(const DemoFlags& f) {
     RY_RETURN_IF_ERROR(vc.Restore(spec.prefix));
   }
 
-  Step(5, total, "place a 2-node job on the topology, avoiding an unhealthy host");
+  Step(5, total, fmt::format("allreduce across the {} hosts (railyard comm over tcp, one rank "
+                             "per host)", spec.hosts));
+  RY_RETURN_IF_ERROR(DemoAllreduce(state));
+
+  Step(6, total, "place a 2-node job on the topology, avoiding an unhealthy host");
   {
     // The topology file the cluster wrote is what a scheduler would read; node1 plays the
     // host that validation just failed.
@@ -177,7 +220,7 @@ Status RunDemo(const DemoFlags& f) {
     }
   }
 
-  Step(6, total, "tear down");
+  Step(7, total, "tear down");
   RY_ASSIGN_OR_RETURN(DownReport report, vc.Down(spec.prefix));
   teardown.armed = false;
   fmt::print("  removed {} namespaces and links\n", report.removed.size());
