@@ -2,13 +2,18 @@
 # Side-by-side storage benchmark: Railyard checkpoints against fio, in the same run, on the
 # same directory, with the same number of writers and the same I/O mode.
 #
-#   bench/compare_storage.sh [--dir DIR] [--ranks R] [--size 1GiB] [--steps K] [--reps N]
+#   bench/compare_storage.sh [--dir DIR] [--ranks R] [--size 1GiB] [--steps K] [--reps N] [--cold]
 #
 # For each mode (buffered with fsync at the end; O_DIRECT) it runs N repetitions of
 #   fio: R jobs writing SIZE/R each sequentially (bs=4M), then reading it back;
 #   railyard bench ckpt --ranks R --size SIZE --steps K (and --direct for O_DIRECT)
-# and prints the medians and the ratios railyard/fio. Needs: fio (scripts/bootstrap --bench)
-# and a built railyard (make build). Everything it writes stays under DIR and is removed.
+# and prints the medians and the ratios railyard/fio. Both sides start each write from the same
+# state: the previous data removed, the page cache not dropped ("warm"; with --cold, dropped
+# before each write). Reads always start from a dropped cache (as root). The two differ in a
+# VM: memory freed by a drop goes back to the host after a moment, and touching it again is
+# slow, which then dominates buffered writes; a side measured after a drop and the other
+# without one would not be compared fairly. Needs: fio (scripts/bootstrap --bench) and a built
+# railyard (make build). Everything it writes stays under DIR and is removed.
 set -euo pipefail
 
 DIR=/tmp/railyard-storage-bench
@@ -16,6 +21,7 @@ RANKS=2
 SIZE=1GiB
 STEPS=3
 REPS=3
+COLD=0
 RAILYARD=${RAILYARD:-"$(dirname "$0")/../build/railyard"}
 
 while [ $# -gt 0 ]; do
@@ -25,7 +31,8 @@ while [ $# -gt 0 ]; do
     --size) SIZE=$2; shift 2 ;;
     --steps) STEPS=$2; shift 2 ;;
     --reps) REPS=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --cold) COLD=1; shift ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "compare_storage.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -71,12 +78,14 @@ for mode in buffered direct; do
   [ "$mode" = direct ] && { direct=1; flag=(--direct); }
   fw=(); fr=(); rw=(); rr=()
   for _ in $(seq "$REPS"); do
-    rm -rf "$DIR/fio"; mkdir -p "$DIR/fio"
+    rm -rf "$DIR/fio" "$DIR/ckpt"; mkdir -p "$DIR/fio"
+    [ "$COLD" = 1 ] && drop_caches
     fw+=("$(fio_run write $direct)")
     drop_caches
     fr+=("$(fio_run read $direct)")
     rm -rf "$DIR/fio" "$DIR/ckpt"
-    drop_caches
+    [ "$COLD" = 1 ] && drop_caches
+    # (bench ckpt drops the cache itself before its read phase)
     out=$("$RAILYARD" bench ckpt --ranks "$RANKS" --size "$SIZE" --steps "$STEPS" \
           --dir "$DIR/ckpt" "${flag[@]}" --json)
     rw+=("$(echo "$out" | sed -E 's/.*"write_gbps":([0-9.eE+-]+).*/\1/')")
@@ -87,4 +96,4 @@ for mode in buffered direct; do
   printf "%-10s %-6s %12.3f %12.3f %8.2f\n" "$mode" write "$fwm" "$rwm" "$(echo "$rwm $fwm" | awk '{print $1/$2}')"
   printf "%-10s %-6s %12.3f %12.3f %8.2f\n" "$mode" read "$frm" "$rrm" "$(echo "$rrm $frm" | awk '{print $1/$2}')"
 done
-echo "ranks=$RANKS size=$SIZE steps=$STEPS reps=$REPS dir=$DIR (medians)"
+echo "ranks=$RANKS size=$SIZE steps=$STEPS reps=$REPS dir=$DIR cold=$COLD (medians)"

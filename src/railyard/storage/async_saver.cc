@@ -1,5 +1,6 @@
 #include "railyard/storage/async_saver.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "railyard/base/clock.h"
@@ -21,7 +22,24 @@ Result<std::unique_ptr<AsyncSaver>> AsyncSaver::Create(std::unique_ptr<Checkpoin
   if (options.max_staging_bytes == 0) {
     return InvalidArgument("async saver: max_staging_bytes must be positive");
   }
-  return std::unique_ptr<AsyncSaver>(new AsyncSaver(std::move(writer), options));
+  if (options.reserve_bytes > options.max_staging_bytes) {
+    return InvalidArgument("async saver: reserve_bytes {} exceeds max_staging_bytes {}",
+                           base::FormatBytes(options.reserve_bytes),
+                           base::FormatBytes(options.max_staging_bytes));
+  }
+  if (options.copy_threads <= 0) {
+    options.copy_threads =
+        static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
+  }
+  std::unique_ptr<AsyncSaver> saver(new AsyncSaver(std::move(writer), options));
+  if (options.reserve_bytes > 0) {
+    RY_RETURN_IF_ERROR(saver->staging_.Resize(options.reserve_bytes)
+                           .WithContext("async saver: reserving staging memory"));
+    saver->staging_.Prefault();
+    std::lock_guard<std::mutex> lock(saver->mu_);
+    saver->stats_.staging_capacity = saver->staging_.capacity();
+  }
+  return saver;
 }
 
 AsyncSaver::AsyncSaver(std::unique_ptr<CheckpointWriter> writer, AsyncSaverOptions options)
@@ -96,6 +114,7 @@ Status AsyncSaver::SaveAsync(int64_t step, std::span<const TensorView> pieces,
     if (v.byte_size() > 0 && v.data == nullptr) {
       return InvalidArgument("async save of step {}: tensor '{}': data is null", step, v.name);
     }
+    if (v.immutable) continue;  // written in place
     at[i] = total;
     total = AlignUp(total + v.byte_size(), kDirectIoAlignment);
   }
@@ -109,6 +128,7 @@ Status AsyncSaver::SaveAsync(int64_t step, std::span<const TensorView> pieces,
   const auto copy_start = base::Clock::now();
   std::vector<TaskPool::Task> tasks;
   for (size_t i = 0; i < pieces.size(); ++i) {
+    if (pieces[i].immutable) continue;
     const auto* src = static_cast<const uint8_t*>(pieces[i].data);
     uint8_t* dst = staging_.data() + at[i];
     const uint64_t n = pieces[i].byte_size();
@@ -131,6 +151,7 @@ Status AsyncSaver::SaveAsync(int64_t step, std::span<const TensorView> pieces,
     stats_.last_copy_seconds = copied;
     stats_.last_stall_seconds = base::SecondsSince(start);
     stats_.staging_capacity = staging_.capacity();
+    stats_.last_copied_bytes = total;
   }
   cv_.notify_all();
   return Status::Ok();

@@ -2,7 +2,9 @@
 //
 // SaveAsync copies the pieces into a staging buffer (bounded, reused between saves, each
 // piece 4 KiB-aligned so O_DIRECT writes need no bounce copy) and returns; a background
-// thread then runs CheckpointWriter::Save on the copy, commit protocol included. A new save
+// thread then runs CheckpointWriter::Save on the copy, commit protocol included. Views marked
+// `immutable` (TensorView) are not copied but written in place: the caller keeps them valid
+// and unchanged until the save finishes (the next SaveAsync or Wait returned). A new save
 // first waits for the previous one to finish (back-pressure: one save in flight, one staging
 // buffer). A background failure is returned by the next SaveAsync or Wait call, once
 // (LevelDB's bg_error_); the SaveAsync that reports it starts nothing, so the caller decides
@@ -45,7 +47,12 @@ struct AsyncSaverOptions {
   // Upper bound on the staging buffer. A save that needs more (its pieces, each rounded up to
   // 4 KiB) fails at once with RESOURCE_EXHAUSTED.
   uint64_t max_staging_bytes = uint64_t{64} << 30;
-  int copy_threads = 4;  // parallel memcpy into staging: the copy is the whole stall
+  // Staging allocated and faulted in by Create, so that not even the first save's stall pays
+  // for page faults; a later save that needs more grows it. 0: allocated by the first save.
+  uint64_t reserve_bytes = 0;
+  // Parallel memcpy into staging (the copy is the whole stall). 0: one per core, at most 4;
+  // more threads than cores only contend.
+  int copy_threads = 0;
 };
 
 struct AsyncSaverStats {
@@ -55,6 +62,9 @@ struct AsyncSaverStats {
   double last_copy_seconds = 0;   // copy part of the stall
   SaveStats last_save;            // the background write of the last finished save
   uint64_t staging_capacity = 0;  // bytes held for staging
+  // Staging used by the last SaveAsync: its copied pieces, each rounded up to 4 KiB
+  // (immutable views take none).
+  uint64_t last_copied_bytes = 0;
 };
 
 class AsyncSaver {
@@ -68,9 +78,10 @@ class AsyncSaver {
   AsyncSaver& operator=(const AsyncSaver&) = delete;
 
   // Waits for the previous save; returns its error if it failed (and starts nothing).
-  // Otherwise validates the sizes, copies the pieces and queues the save, returning as soon as
-  // the copy is done. Errors: the previous save's, RESOURCE_EXHAUSTED when the staging limit
-  // is too small (naming both sizes), INVALID_ARGUMENT for a malformed view.
+  // Otherwise validates the sizes, copies the pieces (but not immutable ones) and queues the
+  // save, returning as soon as the copy is done. Errors: the previous save's,
+  // RESOURCE_EXHAUSTED when the staging limit is too small (naming both sizes),
+  // INVALID_ARGUMENT for a malformed view.
   Status SaveAsync(int64_t step, std::span<const TensorView> pieces,
                    const std::map<std::string, std::string>& metadata = {});
 

@@ -72,6 +72,43 @@ TEST_F(AsyncSaverTest, SavesTheStateAsOfTheCall) {
   EXPECT_EQ(s.staging_capacity, 40960u);  // one 4 KiB-aligned buffer, reused
 }
 
+TEST_F(AsyncSaverTest, ImmutableViewsAreWrittenInPlace) {
+  AsyncSaverOptions options;
+  options.reserve_bytes = 100000;
+  auto saver = MakeSaver(nullptr, options);
+  EXPECT_GE(saver->stats().staging_capacity, 100000u);  // reserved before any save
+  std::vector<float> w(10000, 1.0f);
+  std::vector<float> snapshot(3000, 2.0f);
+  std::vector<TensorView> views = {{"w", DType::kF32, {10000}, {}, {}, w.data()},
+                                   {"s", DType::kF32, {3000}, {}, {}, snapshot.data()}};
+  views[1].immutable = true;
+  ASSERT_TRUE(saver->SaveAsync(1, views).ok());
+  std::fill(w.begin(), w.end(), -1.0f);  // allowed: w was copied
+  EXPECT_EQ(saver->stats().last_copied_bytes, 40960u);  // w only, rounded up to 4 KiB
+  ASSERT_TRUE(saver->Wait().ok());
+  EXPECT_EQ(ReadW(1), std::vector<float>(10000, 1.0f));
+  auto reader = CheckpointReader::Open(dir_, 1);
+  ASSERT_TRUE(reader.ok());
+  auto s = (*reader)->ReadTensor("s");
+  ASSERT_TRUE(s.ok());
+  std::vector<float> back(3000);
+  std::memcpy(back.data(), s->data(), s->size());
+  EXPECT_EQ(back, snapshot);
+}
+
+TEST_F(AsyncSaverTest, ReserveAboveTheLimitIsRejected) {
+  WriterOptions o;
+  o.dir = dir_;
+  auto writer = CheckpointWriter::Open(o);
+  ASSERT_TRUE(writer.ok());
+  AsyncSaverOptions options;
+  options.max_staging_bytes = 4096;
+  options.reserve_bytes = 8192;
+  auto saver = AsyncSaver::Create(std::move(*writer), options);
+  EXPECT_EQ(saver.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(saver.status().message().find("reserve_bytes"), std::string::npos);
+}
+
 TEST_F(AsyncSaverTest, ANewSaveWaitsForThePreviousOne) {
   std::atomic<bool> second_called{false};
   std::atomic<bool> first_committed{false};

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <set>
 
 #include "railyard/base/checksum.h"
@@ -60,6 +61,37 @@ Status NormalizeView(const TensorView& in, TensorView* out) {
   if (out->byte_size() > 0 && in.data == nullptr) {
     return InvalidArgument("tensor '{}' piece {}: data is null", in.name,
                            FormatExtent(out->offsets, out->sizes));
+  }
+  return Status::Ok();
+}
+
+// One write of a shard: `n` bytes from `from` at file offset `at`.
+struct ShardWrite {
+  uint64_t at;
+  const uint8_t* from;
+  uint64_t n;
+};
+
+// Buffered writes of one contiguous region, in file order, with write-behind (see
+// WriterOptions::write_behind_bytes): writeback of each finished window is started at once,
+// and the window two behind is waited for and dropped from the page cache, so at most about
+// three windows per writer are dirty or cached at any time.
+Status WriteRegion(WritableFile& f, std::span<const ShardWrite> writes, uint64_t window) {
+  if (writes.empty()) return Status::Ok();
+  uint64_t kicked = writes.front().at;  // bytes before this are in writeback already
+  std::deque<std::pair<uint64_t, uint64_t>> in_writeback;
+  for (const ShardWrite& w : writes) {
+    RY_RETURN_IF_ERROR(f.PWrite(w.at, w.from, w.n));
+    const uint64_t end = w.at + w.n;
+    if (window == 0 || end - kicked < window) continue;
+    RY_RETURN_IF_ERROR(f.StartWriteback(kicked, end - kicked));
+    in_writeback.emplace_back(kicked, end - kicked);
+    kicked = end;
+    if (in_writeback.size() > 2) {
+      auto [offset, n] = in_writeback.front();
+      in_writeback.pop_front();
+      RY_RETURN_IF_ERROR(f.DropCache(offset, n));
+    }
   }
   return Status::Ok();
 }
@@ -259,10 +291,11 @@ Status CheckpointWriter::WriteShard(const std::string& path, std::span<const Ten
   open.data_file = true;
   RY_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs_->NewWritableFile(path, open));
   WritableFile* f = file.get();
-  RY_RETURN_IF_ERROR(f->Allocate(offset));
+  if (options_.preallocate) RY_RETURN_IF_ERROR(f->Allocate(offset));
   const uint64_t extent = options_.extent_bytes;
 
   std::vector<TaskPool::Task> tasks;
+  std::vector<ShardWrite> writes;  // in file order
   for (size_t i = 0; i < views.size(); ++i) {
     const auto* src = static_cast<const uint8_t*>(views[i].data);
     PieceInfo* info = &(*infos)[i];
@@ -272,26 +305,53 @@ Status CheckpointWriter::WriteShard(const std::string& path, std::span<const Ten
       return Status::Ok();
     });
     for (uint64_t done = 0; done < info->length; done += extent) {
-      uint64_t n = std::min(extent, info->length - done);
-      uint64_t at = info->byte_offset + done;
-      const uint8_t* from = src + done;
-      tasks.push_back([this, f, from, at, n](int worker) -> Status {
-        bool aligned = reinterpret_cast<uintptr_t>(from) % kDirectIoAlignment == 0 &&
-                       n % kDirectIoAlignment == 0;
-        if (!f->direct() || aligned) return f->PWrite(at, from, n);
+      writes.push_back({info->byte_offset + done, src + done,
+                        std::min(extent, info->length - done)});
+    }
+  }
+  const bool write_behind = !f->direct() && options_.write_behind_bytes > 0;
+  if (f->direct()) {
+    // O_DIRECT: every extent is its own request, many in flight, as deep as the pool.
+    for (const ShardWrite& w : writes) {
+      tasks.push_back([this, f, w](int worker) -> Status {
+        bool aligned = reinterpret_cast<uintptr_t>(w.from) % kDirectIoAlignment == 0 &&
+                       w.n % kDirectIoAlignment == 0;
+        if (!f->direct() || aligned) return f->PWrite(w.at, w.from, w.n);
         // O_DIRECT needs aligned memory and lengths: copy into this worker's bounce buffer and
         // pad with zeros up to the next piece's 4 KiB boundary.
         AlignedBuffer& buf = bounce_[static_cast<size_t>(worker)];
-        uint64_t padded = AlignUp(n, kDirectIoAlignment);
+        uint64_t padded = AlignUp(w.n, kDirectIoAlignment);
         RY_RETURN_IF_ERROR(buf.Resize(padded));
-        std::memcpy(buf.data(), from, n);
-        std::memset(buf.data() + n, 0, padded - n);
-        return f->PWrite(at, buf.data(), padded);
+        std::memcpy(buf.data(), w.from, w.n);
+        std::memset(buf.data() + w.n, 0, padded - w.n);
+        return f->PWrite(w.at, buf.data(), padded);
       });
+    }
+  } else {
+    // Buffered: one task per contiguous region of about equal size, written sequentially so
+    // write-behind can follow each writer.
+    const size_t regions = std::min<size_t>(static_cast<size_t>(pool_->threads()), writes.size());
+    uint64_t total = 0;
+    for (const ShardWrite& w : writes) total += w.n;
+    const uint64_t window = write_behind ? options_.write_behind_bytes : 0;
+    size_t first = 0;
+    uint64_t assigned = 0;
+    for (size_t r = 0; r < regions; ++r) {
+      const uint64_t goal = total * (r + 1) / regions;
+      size_t last = first;
+      while (last < writes.size() && (assigned < goal || last == first)) {
+        assigned += writes[last++].n;
+      }
+      if (r + 1 == regions) last = writes.size();
+      std::span<const ShardWrite> part(writes.data() + first, last - first);
+      tasks.push_back([f, part, window](int) { return WriteRegion(*f, part, window); });
+      first = last;
     }
   }
   Status st = pool_->RunAll(std::move(tasks));
   if (st.ok()) st = f->Sync();
+  // The data is durable now; dropping what is still cached only saves memory.
+  if (st.ok() && write_behind) f->DropCache(0, offset).IgnoreError();
   Status closed = f->Close();
   if (st.ok()) st = closed;
   stats_.direct = f->direct();

@@ -59,6 +59,11 @@ struct TensorView {
   std::vector<int64_t> offsets;  // start of this piece; empty = the whole tensor
   std::vector<int64_t> sizes;    // extent of this piece; empty = the whole tensor
   const void* data = nullptr;    // ElementCount(sizes) * DTypeSize(dtype) bytes, not owned
+  // For AsyncSaver only: the caller promises that `data` stays valid and unchanged until the
+  // save has finished (the next SaveAsync or Wait returned), for example a host copy of GPU
+  // memory made for this save. AsyncSaver then writes it in place instead of copying it into
+  // staging, so it adds nothing to the stall. CheckpointWriter ignores it.
+  bool immutable = false;
 
   // Bytes of this piece; 0 when the view is malformed.
   uint64_t byte_size() const;
@@ -76,8 +81,20 @@ struct WriterOptions {
   // O_DIRECT with aligned bounce buffers; falls back to buffered I/O (logged) where the file
   // system refuses it.
   bool direct_io = false;
-  int io_threads = 4;                // parallel extent writes in flight
+  // O_DIRECT: extent writes in flight. Buffered: contiguous regions of the shard written in
+  // parallel, each sequentially (the copy into the page cache is CPU-bound, so more threads
+  // than cores per node only contend).
+  int io_threads = 4;
   uint64_t extent_bytes = 8 << 20;   // largest single write; rounded up to 4 KiB
+  // Buffered writes: every this many bytes a writer starts writeback of what it just wrote
+  // (sync_file_range) and, two windows behind, waits for it and drops those pages from the
+  // page cache. The final fsync then has little left to flush, and a save does not evict the
+  // node's page cache (training data) for pages nobody reads soon. 0 turns both off (plain
+  // writes, one fsync). The fsync before the commit is unchanged either way.
+  uint64_t write_behind_bytes = 32 << 20;
+  // fallocate the shard before writing, so a full disk fails before any data is written and
+  // parallel extents land contiguously.
+  bool preallocate = true;
   int keep_last = 0;                 // retention after each commit; 0 keeps every step
   base::Duration agreement_timeout = std::chrono::minutes(10);
 };

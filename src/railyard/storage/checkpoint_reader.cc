@@ -153,7 +153,10 @@ Result<const ReadableFile*> CheckpointReader::File(const std::string& name) cons
   auto it = files_.find(name);
   if (it != files_.end()) return it->second.get();
   const std::string path = step_dir_ + "/" + name;
-  auto file = fs_->NewReadableFile(path);
+  OpenOptions open;
+  open.direct = options_.direct_io;
+  open.sequential = true;  // pieces are read front to back
+  auto file = fs_->NewReadableFile(path, open);
   if (!file.ok()) {
     if (file.status().code() == StatusCode::kNotFound) {
       return DataLoss("step {}: shard '{}' is missing", manifest_.step, path);
@@ -275,11 +278,11 @@ Status CheckpointReader::ReadIntersection(size_t index, std::span<const int64_t>
   const bool single_run = hi - lo == run * esz;
 
   RY_ASSIGN_OR_RETURN(const ReadableFile* file, File(p.file));
-  std::unique_ptr<uint8_t[]> owned;
+  AlignedBuffer owned;
   uint8_t* span = out + Linear(io, so, sstr) * esz;  // read straight into place when possible
   if (!single_run) {
-    owned = std::make_unique_for_overwrite<uint8_t[]>(hi - lo);
-    span = owned.get();
+    RY_RETURN_IF_ERROR(owned.Resize(hi - lo));
+    span = owned.data();
   }
   if (verified_[index].load()) {
     RY_RETURN_IF_ERROR(ReadRange(*file, p.byte_offset + lo, hi - lo, span));
@@ -287,12 +290,13 @@ Status CheckpointReader::ReadIntersection(size_t index, std::span<const int64_t>
     // First touch: the checksum covers the whole piece, so stream the parts around the span.
     base::Xxh3Stream stream;
     const uint64_t chunk = std::min<uint64_t>(options_.extent_bytes, p.length);
-    auto buf = std::make_unique_for_overwrite<uint8_t[]>(chunk);
+    AlignedBuffer buf;  // aligned, so O_DIRECT reads need no bounce copy
     auto hash_range = [&](uint64_t from, uint64_t to) -> Status {
+      if (from < to) RY_RETURN_IF_ERROR(buf.Resize(chunk));
       for (uint64_t at = from; at < to; at += chunk) {
         uint64_t len = std::min(chunk, to - at);
-        RY_RETURN_IF_ERROR(file->PRead(p.byte_offset + at, buf.get(), len));
-        stream.Update(buf.get(), len);
+        RY_RETURN_IF_ERROR(file->PRead(p.byte_offset + at, buf.data(), len));
+        stream.Update(buf.data(), len);
       }
       return Status::Ok();
     };

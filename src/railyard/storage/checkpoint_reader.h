@@ -46,6 +46,11 @@ struct ReaderOptions {
   int io_threads = 4;          // parallel extent reads
   uint64_t extent_bytes = 8 << 20;
   bool verify_on_open = true;  // read and check every piece before returning from Open
+  // Read shards with O_DIRECT (falls back to buffered reads, logged, where the file system
+  // refuses it): no page-cache copy and no cache pollution for a restore that reads each byte
+  // once. Slices that start at a 4 KiB boundary of the shard and whose destination is 4 KiB
+  // aligned (AlignedBuffer) are read straight into place; others go through a bounce copy.
+  bool direct_io = false;
 };
 
 class CheckpointReader {

@@ -177,6 +177,42 @@ TEST_F(CheckpointTest, DirectIoRoundTrip) {
   EXPECT_EQ(AsFloats(*(*reader)->ReadTensor("w")), w);
 }
 
+TEST_F(CheckpointTest, WriteBehindAndDirectReadsRoundTrip) {
+  const int64_t rows = 64, cols = 1000;  // 256 KB: 32 extents, 16 write-behind windows
+  std::vector<float> w = Values(rows * cols, 4);
+  for (bool preallocate : {true, false}) {
+    WriterOptions o = Options();
+    o.io_threads = 3;  // three regions, each with its own write-behind
+    o.write_behind_bytes = 16384;
+    o.preallocate = preallocate;
+    const int64_t step = preallocate ? 1 : 2;
+    ASSERT_TRUE(SaveSingle(step, w, rows, cols, o).ok());
+    for (bool verify_on_open : {true, false}) {
+      ReaderOptions ro;
+      ro.direct_io = true;
+      ro.verify_on_open = verify_on_open;
+      auto reader = CheckpointReader::Open(dir_, step, ro);
+      ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+      // Unaligned in the file and in memory: the bounce path.
+      std::vector<float> block(10 * 7);
+      std::vector<int64_t> off{5, 3}, size{10, 7};
+      ASSERT_TRUE((*reader)->ReadSlice("w", off, size, block.data(), block.size() * 4).ok());
+      EXPECT_EQ(block, Block(w, cols, 5, 10, 3, 7));
+      // The whole tensor into aligned memory: read in place.
+      AlignedBuffer all;
+      ASSERT_TRUE(all.Resize(w.size() * 4).ok());
+      std::vector<int64_t> zero{0, 0}, shape{rows, cols};
+      ASSERT_TRUE((*reader)->ReadSlice("w", zero, shape, all.data(), all.size()).ok());
+      EXPECT_EQ(std::memcmp(all.data(), w.data(), all.size()), 0) << preallocate;
+      auto counter = (*reader)->ReadTensor("counter");
+      ASSERT_TRUE(counter.ok());
+      int64_t c = 0;
+      std::memcpy(&c, counter->data(), 8);
+      EXPECT_EQ(c, step * 7);
+    }
+  }
+}
+
 TEST_F(CheckpointTest, MultiRankCommitMergesPiecesAndMetadata) {
   const int64_t rows = 12, cols = 10;
   std::vector<float> full = Values(rows * cols, 3);

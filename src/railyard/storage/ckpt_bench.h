@@ -11,7 +11,9 @@
 // Figures: a checkpoint's save time is the slowest rank's Save (or SaveAsync + Wait);
 // save_ms is the median over the K steps and write_gbps = total_bytes / that median. The
 // stall is SaveAsync's duration (= the save for synchronous saves). read_gbps = total bytes /
-// the slowest rank's time to open the latest checkpoint and read (and verify) its rows.
+// the slowest rank's time to open the latest checkpoint and read (and verify the checksums
+// of) its rows into memory allocated beforehand; the bench's own comparison of the data with
+// what was saved is not timed.
 //
 // Thread-safety: call from a single-threaded process (it forks).
 #pragma once

@@ -2,10 +2,12 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +21,24 @@ namespace railyard::storage {
 namespace {
 
 const base::Logger kLog("ckpt");
+
+// Bounce chunk for unaligned O_DIRECT reads: large enough to keep the device busy.
+constexpr size_t kBounceBytes = 8 << 20;
+// AlignedBuffers from this size on are huge-page aligned and advised (see fs.h).
+constexpr size_t kHugePageBytes = 2 << 20;
+constexpr size_t kHugeBufferMin = 4 << 20;
+
+uint64_t AlignDown(uint64_t n, uint64_t alignment) { return n & ~(alignment - 1); }
+
+bool IsAligned(uint64_t offset, const void* p, size_t n) {
+  return offset % kDirectIoAlignment == 0 && n % kDirectIoAlignment == 0 &&
+         reinterpret_cast<uintptr_t>(p) % kDirectIoAlignment == 0;
+}
+
+// sync_file_range is Linux-only and refused by some file systems (and on pipes); it is an
+// optimisation, so "not supported" is not an error.
+bool Unsupported(int err) { return err == ENOSYS || err == EINVAL || err == ESPIPE ||
+                                   err == EOPNOTSUPP; }
 
 class PosixWritableFile final : public WritableFile {
  public:
@@ -72,6 +92,35 @@ class PosixWritableFile final : public WritableFile {
     return Status::Ok();
   }
 
+  Status StartWriteback(uint64_t offset, uint64_t n) override {
+    if (n == 0 || direct_.load()) return Status::Ok();
+    if (::sync_file_range(fd_.get(), static_cast<off_t>(offset), static_cast<off_t>(n),
+                          SYNC_FILE_RANGE_WRITE) != 0 &&
+        !Unsupported(errno)) {
+      return ErrnoStatus(errno, fmt::format("writeback of '{}' bytes [{}, {})", path_, offset,
+                                            offset + n));
+    }
+    return Status::Ok();
+  }
+
+  Status DropCache(uint64_t offset, uint64_t n) override {
+    if (n == 0 || direct_.load()) return Status::Ok();
+    constexpr unsigned kWaitAll =
+        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
+    if (::sync_file_range(fd_.get(), static_cast<off_t>(offset), static_cast<off_t>(n),
+                          kWaitAll) != 0) {
+      if (!Unsupported(errno)) {
+        return ErrnoStatus(errno, fmt::format("writeback of '{}' bytes [{}, {})", path_, offset,
+                                              offset + n));
+      }
+      return Status::Ok();  // without the wait, DONTNEED would skip the dirty pages anyway
+    }
+    // Advice only: a refusal leaves the pages cached, which costs memory, not correctness.
+    ::posix_fadvise(fd_.get(), static_cast<off_t>(offset), static_cast<off_t>(n),
+                    POSIX_FADV_DONTNEED);
+    return Status::Ok();
+  }
+
   Status Close() override {
     if (!fd_.valid()) return Status::Ok();
     // close() is where NFS and some parallel file systems report deferred write errors.
@@ -101,10 +150,11 @@ class PosixWritableFile final : public WritableFile {
 
 class PosixReadableFile final : public ReadableFile {
  public:
-  PosixReadableFile(base::UniqueFd fd, std::string path)
-      : fd_(std::move(fd)), path_(std::move(path)) {}
+  PosixReadableFile(base::UniqueFd fd, std::string path, bool direct)
+      : fd_(std::move(fd)), path_(std::move(path)), direct_(direct) {}
 
   const std::string& path() const override { return path_; }
+  bool direct() const override { return direct_.load(); }
 
   Result<uint64_t> Size() const override {
     struct stat st;
@@ -114,26 +164,75 @@ class PosixReadableFile final : public ReadableFile {
 
   Status PRead(uint64_t offset, void* out, size_t n) const override {
     auto* p = static_cast<uint8_t*>(out);
-    size_t done = 0;
-    while (done < n) {
-      ssize_t r = ::pread(fd_.get(), p + done, n - done, static_cast<off_t>(offset + done));
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        return ErrnoStatus(errno, fmt::format("read of '{}' at bytes [{}, {})", path_,
-                                              offset + done, offset + n));
-      }
-      if (r == 0) {
-        return DataLoss("'{}' ends at byte {}, expected bytes [{}, {}) (truncated file)", path_,
-                        offset + done, offset, offset + n);
-      }
-      done += static_cast<size_t>(r);
+    if (!direct_.load() || IsAligned(offset, out, n)) {
+      size_t got = 0;
+      RY_RETURN_IF_ERROR(ReadUpTo(offset, p, n, &got));
+      if (got < n) return Truncated(offset, n, offset + got);
+      return Status::Ok();
+    }
+    // O_DIRECT needs aligned offsets, lengths and memory: read the aligned blocks around each
+    // chunk into this thread's bounce buffer and copy the wanted bytes out.
+    thread_local AlignedBuffer bounce;
+    RY_RETURN_IF_ERROR(bounce.Resize(kBounceBytes));
+    uint64_t at = offset;
+    const uint64_t end = offset + n;
+    while (at < end) {
+      const uint64_t block = AlignDown(at, kDirectIoAlignment);
+      const uint64_t want_end = std::min<uint64_t>(end, block + kBounceBytes);
+      const uint64_t len = AlignUp(want_end - block, kDirectIoAlignment);
+      size_t got = 0;
+      // A short read at the end of the file is fine if it covers the wanted bytes.
+      RY_RETURN_IF_ERROR(ReadUpTo(block, bounce.data(), len, &got));
+      if (block + got < want_end) return Truncated(offset, n, block + got);
+      std::memcpy(p + (at - offset), bounce.data() + (at - block), want_end - at);
+      at = want_end;
     }
     return Status::Ok();
   }
 
  private:
+  // Reads up to n bytes at `offset` into `out`, stopping early only at the end of the file.
+  Status ReadUpTo(uint64_t offset, uint8_t* out, size_t n, size_t* got) const {
+    size_t done = 0;
+    bool retried_buffered = false;
+    while (done < n) {
+      ssize_t r = ::pread(fd_.get(), out + done, n - done, static_cast<off_t>(offset + done));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        // Some file systems accept O_DIRECT at open and refuse it per read; fall back once.
+        if (errno == EINVAL && direct_.load() && !retried_buffered) {
+          retried_buffered = true;
+          if (DropDirect()) continue;
+        }
+        return ErrnoStatus(errno, fmt::format("read of '{}' at bytes [{}, {})", path_,
+                                              offset + done, offset + n));
+      }
+      if (r == 0) break;
+      done += static_cast<size_t>(r);
+    }
+    *got = done;
+    return Status::Ok();
+  }
+
+  Status Truncated(uint64_t offset, size_t n, uint64_t eof) const {
+    return DataLoss("'{}' ends at byte {}, expected bytes [{}, {}) (truncated file)", path_, eof,
+                    offset, offset + n);
+  }
+
+  bool DropDirect() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!direct_.load()) return true;
+    int flags = ::fcntl(fd_.get(), F_GETFL);
+    if (flags < 0 || ::fcntl(fd_.get(), F_SETFL, flags & ~O_DIRECT) != 0) return false;
+    direct_.store(false);
+    kLog.Info("O_DIRECT read refused for '{}' (EINVAL); continuing with buffered I/O", path_);
+    return true;
+  }
+
   base::UniqueFd fd_;
   std::string path_;
+  mutable std::atomic<bool> direct_;
+  mutable std::mutex mu_;
 };
 
 class PosixFs final : public Fs {
@@ -163,11 +262,21 @@ class PosixFs final : public Fs {
         std::make_unique<PosixWritableFile>(base::UniqueFd(fd), path, direct));
   }
 
-  Result<std::unique_ptr<ReadableFile>> NewReadableFile(const std::string& path) override {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  Result<std::unique_ptr<ReadableFile>> NewReadableFile(const std::string& path,
+                                                         const OpenOptions& options) override {
+    const int flags = O_RDONLY | O_CLOEXEC;
+    bool direct = options.direct;
+    int fd = ::open(path.c_str(), flags | (direct ? O_DIRECT : 0));
+    if (fd < 0 && direct && errno == EINVAL) {
+      kLog.Info("O_DIRECT refused for '{}' (EINVAL); reading it buffered", path);
+      direct = false;
+      fd = ::open(path.c_str(), flags);
+    }
     if (fd < 0) return ErrnoStatus(errno, fmt::format("cannot open '{}'", path));
+    // Advice only; O_DIRECT reads bypass readahead anyway.
+    if (options.sequential && !direct) ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     return std::unique_ptr<ReadableFile>(
-        std::make_unique<PosixReadableFile>(base::UniqueFd(fd), path));
+        std::make_unique<PosixReadableFile>(base::UniqueFd(fd), path, direct));
   }
 
   Status CreateDir(const std::string& path) override {
@@ -263,6 +372,11 @@ class FaultWritableFile final : public WritableFile {
     return base_->Write(data);
   }
   Status Allocate(uint64_t length) override { return base_->Allocate(length); }
+  // Neither is a durability point, so the crash tests have nothing to stop at here.
+  Status StartWriteback(uint64_t offset, uint64_t n) override {
+    return base_->StartWriteback(offset, n);
+  }
+  Status DropCache(uint64_t offset, uint64_t n) override { return base_->DropCache(offset, n); }
   Status Sync() override {
     RY_RETURN_IF_ERROR(fs_->Intercept(FsOp::kSync, path()));
     return base_->Sync();
@@ -438,16 +552,27 @@ Status AlignedBuffer::Resize(size_t n) {
     size_ = n;
     return Status::Ok();
   }
-  size_t cap = AlignUp(n, kDirectIoAlignment);
+  const bool huge = n >= kHugeBufferMin;
+  const size_t alignment = huge ? kHugePageBytes : kDirectIoAlignment;
+  size_t cap = AlignUp(n, alignment);
   void* p = nullptr;
-  if (::posix_memalign(&p, kDirectIoAlignment, cap) != 0) {
+  if (::posix_memalign(&p, alignment, cap) != 0) {
     return ResourceExhausted("cannot allocate {} bytes of aligned memory", cap);
   }
+  // Advice only: where transparent huge pages are off, the buffer just has small pages.
+  if (huge) ::madvise(p, cap, MADV_HUGEPAGE);
   std::free(data_);
   data_ = static_cast<uint8_t*>(p);
   size_ = n;
   capacity_ = cap;
   return Status::Ok();
+}
+
+void AlignedBuffer::Prefault() {
+  // One write per small page: enough to fault it in (a huge page takes one fault for 512).
+  for (size_t at = 0; at < capacity_; at += kDirectIoAlignment) {
+    reinterpret_cast<volatile uint8_t*>(data_)[at] = 0;
+  }
 }
 
 }  // namespace railyard::storage

@@ -12,6 +12,10 @@
 //   RY_RETURN_IF_ERROR(file->PWrite(0, buf, n));
 //   RY_RETURN_IF_ERROR(file->Sync());
 //
+// Buffered writers of large files can keep the page cache small and the final fsync short
+// with StartWriteback (sync_file_range) and DropCache (write back, then POSIX_FADV_DONTNEED)
+// behind the write position; neither makes data durable, only Sync does.
+//
 // Errors are Status values whose message names the path and, for data transfers, the byte
 // range: ENOSPC/EDQUOT come back as RESOURCE_EXHAUSTED, EACCES/EPERM as PERMISSION_DENIED,
 // ENOENT as NOT_FOUND, a read past the end of a file as DATA_LOSS.
@@ -45,11 +49,14 @@ constexpr uint64_t AlignUp(uint64_t n, uint64_t alignment) {
 
 struct OpenOptions {
   // Ask for O_DIRECT. When the file system refuses it (tmpfs answers EINVAL), the file is
-  // opened buffered instead and WritableFile::direct() says so; this is not an error.
+  // opened buffered instead and direct() says so; this is not an error.
   bool direct = false;
   // A large data file (a checkpoint shard): the Fs's LayoutHook, if any, may set its layout
   // (Lustre striping) before it is created. Small files (manifests, markers) leave it false.
   bool data_file = false;
+  // Reading only: the file will be read front to back (POSIX_FADV_SEQUENTIAL, a larger
+  // readahead window), as fio hints by default too.
+  bool sequential = false;
   int mode = 0644;
 };
 
@@ -69,6 +76,15 @@ class WritableFile {
   virtual Status Allocate(uint64_t length) = 0;
   // Appends at the end of what Write has written so far (starts at 0).
   virtual Status Write(std::string_view data) = 0;
+  // Starts writeback of the bytes [offset, offset + n) written so far and returns without
+  // waiting (sync_file_range SYNC_FILE_RANGE_WRITE), so that the final Sync finds little
+  // left to do. Not a durability point. OK without effect for direct() files and where the
+  // file system has no sync_file_range.
+  virtual Status StartWriteback(uint64_t offset, uint64_t n) = 0;
+  // Waits until [offset, offset + n) is written back and then drops it from the page cache
+  // (POSIX_FADV_DONTNEED), so that a large write does not fill memory with pages nobody will
+  // read soon. Not a durability point. Errors: the writeback's (EIO) naming path and range.
+  virtual Status DropCache(uint64_t offset, uint64_t n) = 0;
   virtual Status Sync() = 0;
   virtual Status Close() = 0;
   virtual bool direct() const = 0;
@@ -81,8 +97,12 @@ class ReadableFile {
   virtual const std::string& path() const = 0;
   virtual Result<uint64_t> Size() const = 0;
   // Reads exactly n bytes at `offset`; DATA_LOSS naming the path and range when the file ends
-  // before offset + n.
+  // before offset + n. With direct(), any offset, length and buffer are accepted: requests
+  // that are aligned to kDirectIoAlignment go straight to the caller's memory, others through
+  // a per-thread aligned bounce buffer (a copy), so align hot reads.
   virtual Status PRead(uint64_t offset, void* out, size_t n) const = 0;
+  // O_DIRECT is in effect (asked for and accepted by the file system).
+  virtual bool direct() const = 0;
 };
 
 struct DirEntry {
@@ -113,7 +133,9 @@ class Fs {
 
   virtual Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path,
                                                                  const OpenOptions& options) = 0;
-  virtual Result<std::unique_ptr<ReadableFile>> NewReadableFile(const std::string& path) = 0;
+  // options.direct and options.sequential apply.
+  virtual Result<std::unique_ptr<ReadableFile>> NewReadableFile(
+      const std::string& path, const OpenOptions& options = {}) = 0;
   // Creates one directory level (mode 0755); OK when a directory is already there.
   virtual Status CreateDir(const std::string& path) = 0;
   // rename(2): atomic replacement, also of an empty directory.
@@ -186,8 +208,9 @@ class FaultInjectionFs final : public Fs {
 
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path,
                                                          const OpenOptions& options) override;
-  Result<std::unique_ptr<ReadableFile>> NewReadableFile(const std::string& path) override {
-    return base_->NewReadableFile(path);
+  Result<std::unique_ptr<ReadableFile>> NewReadableFile(
+      const std::string& path, const OpenOptions& options = {}) override {
+    return base_->NewReadableFile(path, options);
   }
   Status CreateDir(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;
@@ -212,7 +235,10 @@ class FaultInjectionFs final : public Fs {
 
 // ---- Aligned memory ----
 
-// A heap buffer aligned to kDirectIoAlignment, for O_DIRECT transfers and staging. Move-only.
+// A heap buffer aligned to kDirectIoAlignment, for O_DIRECT transfers and staging. Buffers of
+// 4 MiB and more are aligned to 2 MiB and advised as transparent-huge-page candidates
+// (MADV_HUGEPAGE): copies into a large staging buffer run markedly faster with fewer TLB
+// misses, in virtual machines especially. Move-only.
 class AlignedBuffer {
  public:
   AlignedBuffer() = default;
@@ -225,6 +251,9 @@ class AlignedBuffer {
   // Makes size() == n; reallocates only when n exceeds the capacity (contents are then lost).
   // RESOURCE_EXHAUSTED when the allocation fails.
   Status Resize(size_t n);
+  // Writes to every page of the capacity once, so that later copies into the buffer do not
+  // stop at page faults (the first touch of fresh memory is the slow part of a first copy).
+  void Prefault();
   uint8_t* data() { return data_; }
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
