@@ -101,12 +101,14 @@ Outcome RunWorker(const CommFlags& f) {
   RY_ASSIGN_OR_RETURN(comm::Bootstrapped b,
                       comm::Bootstrap(cfg, base::Deadline::After(*timeout)));
   comm::Communicator& c = *b.comm;
+  CommFlags shown = f;
+  shown.use_vcluster = std::getenv("RAILYARD_VHOST") != nullptr;  // set on virtual hosts
   if (c.rank() == 0 && !f.json) {
     o.on_timing_start = [](uint64_t size) {
       fmt::print("# timing {} bytes\n", size);
       std::fflush(stdout);
     };
-    fmt::print("# {}\n", Title(f, b.transport, c.size()));
+    fmt::print("# {}\n", Title(shown, b.transport, c.size()));
     std::fflush(stdout);
   }
   auto rows = comm::RunCommBench(c, o);
@@ -178,11 +180,11 @@ Outcome RunLauncher(const CommFlags& f) {
       auto exec = vcluster::ExecutionFor(state, hosts[r]);
       spawns[r].netns_path = exec.netns_path;
       spawns[r].env = exec.env;
-      spawns[r].env.push_back({"RAILYARD_SOCKET_IFNAME", "^lo"});
-      if (exec.netns_path.empty()) {
-        // Loopback mode: every host is an address on lo.
-        spawns[r].env.back().second = "=lo";
-      }
+      // Inside a host's namespace its one link is eth0; in loopback mode every host is an
+      // address on lo.
+      bool loopback = exec.netns_path.empty();
+      spawns[r].env.push_back({"RAILYARD_SOCKET_IFNAME", loopback ? "=lo" : "=eth0"});
+      spawns[r].env.push_back({"RAILYARD_OFI_DOMAIN", loopback ? "lo" : "eth0"});
     }
   } else {
     // On one host, ranks talk over loopback unless told otherwise.
