@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "railyard/base/units.h"
 #include "railyard/net/file_store.h"
 #include "railyard/net/peer_directory.h"
 #include "railyard/net/select.h"
@@ -65,6 +66,17 @@ Result<BootstrapConfig> BootstrapConfigFromEnvironment(
   c.ofi_domain = get("RAILYARD_OFI_DOMAIN");
   if (auto j = get("RAILYARD_JOB_ID"); !j.empty()) c.job_id = j;
   c.serve_store = get("RAILYARD_STORE_SERVE") == "1" && c.rank == 0;
+  if (auto v = get("RAILYARD_TCP_STREAMS"); !v.empty()) {
+    RY_ASSIGN_OR_RETURN(c.tcp_streams, ParseInt("RAILYARD_TCP_STREAMS", v));
+    if (c.tcp_streams < 1 || c.tcp_streams > 64) {
+      return InvalidArgument("RAILYARD_TCP_STREAMS={}: expected 1 to 64", v);
+    }
+  }
+  if (auto v = get("RAILYARD_TCP_BUFFER"); !v.empty()) {
+    auto b = base::ParseBytes(v);
+    if (!b.ok()) return b.status().WithContext("RAILYARD_TCP_BUFFER");
+    c.tcp_buffer_bytes = *b;
+  }
   if (c.serve_store && c.store_address.empty()) {
     return InvalidArgument("RAILYARD_STORE_SERVE=1 needs RAILYARD_STORE=ip:port to listen on");
   }
@@ -112,6 +124,8 @@ Result<Bootstrapped> Bootstrap(const BootstrapConfig& config, base::Deadline dea
   o.key_prefix = prefix;
   o.secret = config.secret;
   o.socket_ifname = config.socket_ifname;
+  o.streams_per_peer = config.tcp_streams;
+  o.socket_buffer_bytes = config.tcp_buffer_bytes;
   net::OfiOptions ofi;
   ofi.provider = config.ofi_provider;
   ofi.domain = config.ofi_domain;

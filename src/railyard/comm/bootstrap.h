@@ -11,6 +11,8 @@
 //   RAILYARD_COMM_*            CommOptions (see communicator.h)
 //   RAILYARD_JOB_ID            separates communicators of different jobs on one store
 //   RAILYARD_STORE_SERVE=1     on rank 0: serve the TcpStore at RAILYARD_STORE itself
+//   RAILYARD_TCP_STREAMS       tcp connections per peer and direction (default 2)
+//   RAILYARD_TCP_BUFFER        tcp socket buffer bytes (default 4MiB; 0 = kernel autotuning)
 //
 // Errors name the variable and what was expected.
 #pragma once
@@ -40,6 +42,8 @@ struct BootstrapConfig {
   std::string ofi_domain;
   std::string job_id = "job";
   bool serve_store = false;
+  int tcp_streams = 2;
+  size_t tcp_buffer_bytes = 4 << 20;
   CommOptions comm;
 };
 
