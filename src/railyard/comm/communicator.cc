@@ -190,7 +190,10 @@ Status Communicator::Attribute(const OpDesc& desc, Status error,
   std::string what = desc.Describe(desc.collective ? seq_ : p2p_seq_, Algorithm::kAuto);
   double elapsed = base::SecondsSince(start);
   if (error.code() == StatusCode::kAborted) {
-    // Another rank found the culprit and said so; its message names it.
+    // Another rank found the culprit and said so; its message names it. Pass it on: the
+    // aborting rank may not reach everyone (it may need new connections, or die), and a
+    // peer that sees this rank leave before the news arrives would blame this rank.
+    transport_->Abort(error.message(), base::Deadline::After(kAbortBudget));
     return Aborted("{} aborted after {:.2f} s: {}", what, elapsed, error.message());
   }
   std::string culprit;
