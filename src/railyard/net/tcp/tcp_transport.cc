@@ -54,6 +54,16 @@ constexpr size_t kMinChunkBytes = 256 << 10;
 // Payloads this long are read straight into their destination, not through the rx buffer.
 constexpr size_t kDirectReadBytes = 16 << 10;
 constexpr size_t kRxBufferBytes = 64 << 10;
+// Non-sleeping polls at the start of a wait (each an epoll_wait(0), about a microsecond);
+// RAILYARD_TCP_SPIN sets it; the default 0 sleeps at once (spinning measured slower on 2
+// oversubscribed cores: 4 KiB allreduce 44 -> 59 us with 2 ranks, 175 -> 240 us with 4).
+int SpinPolls() {
+  static const int polls = [] {
+    const char* v = std::getenv("RAILYARD_TCP_SPIN");
+    return v != nullptr ? std::max(0, std::atoi(v)) : 0;
+  }();
+  return polls;
+}
 
 enum FrameType : uint32_t { kData = 1, kPing = 2, kPong = 3, kAbort = 4, kBye = 5 };
 
@@ -1036,6 +1046,7 @@ void TcpTransport::Abandon(uint64_t req_id) {
 Status TcpTransport::WaitAll(std::span<const Request> requests, base::Deadline deadline) {
   std::lock_guard progress(progress_mu_);
   last_received_.clear();
+  int spin_polls = 0;
   auto consume = [&] {
     for (const Request& q : requests) Abandon(q.id);
   };
@@ -1081,7 +1092,14 @@ Status TcpTransport::WaitAll(std::span<const Request> requests, base::Deadline d
       consume();
       return err;
     }
-    RY_RETURN_IF_ERROR(Poll(deadline.PollTimeoutMs()));
+    // Poll without sleeping for a few microseconds first: a reply that is already on its
+    // way then costs no sleep and wake-up. Bounded, so an idle wait still sleeps.
+    if (spin_polls < SpinPolls()) {
+      ++spin_polls;
+      RY_RETURN_IF_ERROR(Poll(0));
+    } else {
+      RY_RETURN_IF_ERROR(Poll(deadline.PollTimeoutMs()));
+    }
   }
 }
 
