@@ -32,6 +32,17 @@ TEST(BenchCommCli, JsonRowsFromThreeRankProcesses) {
   }
 }
 
+TEST(BenchCommCli, HierarchicalAllreduceAcrossPretendHosts) {
+  // Ranks 0-1 and 2-3 report different hosts: shm inside each, tcp between the leaders.
+  auto r = RunRailyard({"bench", "comm", "--ranks", "4", "--local-hosts", "2", "--transport",
+                        "tcp", "--algorithm", "hier", "--sizes", "4KiB:2MiB", "--iters", "2",
+                        "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_array() && j.size() == 10) << r.out;
+  for (const auto& row : j) EXPECT_EQ(row["wrong"], 0) << row.dump();
+}
+
 TEST(BenchCommCli, TableHasNcclTestsColumns) {
   auto r = RunRailyard({"bench", "comm", "--ranks", "2", "--transport", "tcp", "--op",
                         "allgather", "--sizes", "8KiB", "--iters", "2"});

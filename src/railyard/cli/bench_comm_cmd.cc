@@ -49,6 +49,7 @@ struct CommFlags {
   std::string vcluster_prefix;
   bool use_vcluster = false;
   bool worker = false;
+  int local_hosts = 1;
 };
 
 // A free TCP port on `ip` (bound and released; the store rebinds it right away).
@@ -143,7 +144,11 @@ Outcome RunLauncher(const CommFlags& f) {
     return InvalidArgument("--timeout {}: expected at least 100ms", f.timeout);
   }
   // Check the transport name now: one clear line instead of N failing ranks.
-  auto resolved = net::ResolveTransport(f.transport, !f.use_vcluster);
+  if (f.local_hosts < 1 || f.local_hosts > f.ranks || (f.local_hosts > 1 && f.use_vcluster)) {
+    return InvalidArgument("--local-hosts {}: expected 1 to --ranks ({}), and not with "
+                           "--vcluster", f.local_hosts, f.ranks);
+  }
+  auto resolved = net::ResolveTransport(f.transport, !f.use_vcluster && f.local_hosts == 1);
   if (!resolved.ok()) return resolved.status().WithContext("--transport");
 
   // Provider and interface problems: one line here, not one per rank.
@@ -217,6 +222,10 @@ Outcome RunLauncher(const CommFlags& f) {
     s.env.push_back({"RAILYARD_JOB_ID", job});
     s.env.push_back({"RAILYARD_TRANSPORT", *resolved});
     if (r == 0) s.env.push_back({"RAILYARD_STORE_SERVE", "1"});
+    if (f.local_hosts > 1) {
+      int per_host = (f.ranks + f.local_hosts - 1) / f.local_hosts;
+      s.env.push_back({"RAILYARD_HOST", fmt::format("local{}", r / per_host)});
+    }
     // Rank 0 talks to the terminal; the others' output is shown only if they fail.
     s.capture_stdout = r != 0;
     s.capture_stderr = r != 0;
@@ -276,7 +285,7 @@ void RegisterBenchCommCommand(CLI::App* bench, Action* action) {
   c->add_option("--redop", f->redop, "sum, prod, min, max, avg")->capture_default_str();
   c->add_option("--sizes", f->sizes, "MIN:MAX bytes per rank buffer, doubling")
       ->capture_default_str();
-  c->add_option("--algorithm", f->algorithm, "auto, ring, rd, tree, pairwise")
+  c->add_option("--algorithm", f->algorithm, "auto, ring, rd, tree, pairwise, hier")
       ->capture_default_str();
   c->add_option("--iters", f->iters, "timed iterations per size")->capture_default_str();
   c->add_option("--warmup", f->warmup, "untimed iterations per size")->capture_default_str();
@@ -287,6 +296,10 @@ void RegisterBenchCommCommand(CLI::App* bench, Action* action) {
               "time_us, algbw_gbps, busbw_gbps, wrong)");
   c->add_option("--vcluster", f->vcluster_prefix, "one rank per host of this virtual cluster "
                 "(see `railyard vcluster up`)");
+  c->add_option("--local-hosts", f->local_hosts, "pretend the ranks run on this many hosts "
+                "(consecutive ranks share one), to exercise the hierarchical allreduce "
+                "(shm inside a host, the transport across) on one machine")
+      ->capture_default_str();
   c->add_flag("--worker", f->worker, "internal: run as one rank")->group("");
   c->footer(
       "Examples:\n"

@@ -1,5 +1,6 @@
 #include "railyard/comm/bootstrap.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -19,6 +20,74 @@ Result<int> ParseInt(const std::string& name, const std::string& text) {
     return InvalidArgument("{}='{}' is not an integer", name, text);
   }
   return v;
+}
+
+// One communicator of a subset of ranks, over `backend`.
+Result<std::unique_ptr<Communicator>> SubCommunicator(const BootstrapConfig& config,
+                                                      const std::string& backend, int rank,
+                                                      int size, const std::string& key_prefix,
+                                                      const std::string& name, net::Store& store,
+                                                      base::Deadline deadline) {
+  net::TransportOptions o;
+  o.rank = rank;
+  o.size = size;
+  o.store = &store;
+  o.key_prefix = key_prefix;
+  o.secret = config.secret;
+  o.host = config.host;
+  o.socket_ifname = config.socket_ifname;
+  o.streams_per_peer = config.tcp_streams;
+  o.socket_buffer_bytes = config.tcp_buffer_bytes;
+  net::OfiOptions ofi;
+  ofi.provider = config.ofi_provider;
+  ofi.domain = config.ofi_domain;
+  RY_ASSIGN_OR_RETURN(auto t, net::NewTransport(backend, o, ofi));
+  Status st = t->Start(deadline);
+  if (!st.ok()) return st.WithContext(fmt::format("starting the {} ({})", name, backend));
+  CommOptions co = config.comm;
+  co.ring_order.clear();
+  co.group_name = name;
+  return Communicator::Create(std::move(t), co);
+}
+
+// Ranks sharing a host form a host-local group over shm (its lowest rank leads); the
+// leaders form a group over the inter-host transport. Only when some host has more than
+// one rank: otherwise the flat communicator is already the leaders' group.
+Status BuildHierarchy(const BootstrapConfig& config, const std::vector<net::PeerInfo>& all,
+                      const std::string& backend, net::Store& store, Communicator& comm,
+                      base::Deadline deadline) {
+  std::vector<std::string> hosts;  // in order of first rank
+  std::vector<int> local_ranks;    // ranks on my host, ascending
+  for (const auto& p : all) {
+    if (std::find(hosts.begin(), hosts.end(), p.host) == hosts.end()) hosts.push_back(p.host);
+    if (p.host == all[config.rank].host) local_ranks.push_back(p.rank);
+  }
+  bool shared = false;
+  for (const auto& h : hosts) {
+    shared = shared || std::count_if(all.begin(), all.end(),
+                                     [&](const net::PeerInfo& p) { return p.host == h; }) > 1;
+  }
+  if (!shared) return Status::Ok();
+  const std::string& my_host = all[config.rank].host;
+  int local_rank = static_cast<int>(
+      std::find(local_ranks.begin(), local_ranks.end(), config.rank) - local_ranks.begin());
+  int host_index =
+      static_cast<int>(std::find(hosts.begin(), hosts.end(), my_host) - hosts.begin());
+  std::string prefix = config.job_id + "/comm";
+  RY_ASSIGN_OR_RETURN(auto local,
+                      SubCommunicator(config, "shm", local_rank,
+                                      static_cast<int>(local_ranks.size()),
+                                      prefix + "/local/" + my_host,
+                                      fmt::format("ranks on {}", my_host), store, deadline));
+  std::unique_ptr<Communicator> leaders;
+  if (local_rank == 0) {
+    RY_ASSIGN_OR_RETURN(leaders, SubCommunicator(config, backend, host_index,
+                                                 static_cast<int>(hosts.size()),
+                                                 prefix + "/leaders", "host leaders", store,
+                                                 deadline));
+  }
+  comm.AttachHierarchy(std::move(local), std::move(leaders));
+  return Status::Ok();
 }
 
 }  // namespace
@@ -66,6 +135,8 @@ Result<BootstrapConfig> BootstrapConfigFromEnvironment(
   c.ofi_domain = get("RAILYARD_OFI_DOMAIN");
   if (auto j = get("RAILYARD_JOB_ID"); !j.empty()) c.job_id = j;
   c.serve_store = get("RAILYARD_STORE_SERVE") == "1" && c.rank == 0;
+  c.host = get("RAILYARD_HOST");
+  c.hierarchy = get("RAILYARD_COMM_HIERARCHY") != "0";
   if (auto v = get("RAILYARD_TCP_STREAMS"); !v.empty()) {
     RY_ASSIGN_OR_RETURN(c.tcp_streams, ParseInt("RAILYARD_TCP_STREAMS", v));
     if (c.tcp_streams < 1 || c.tcp_streams > 64) {
@@ -113,7 +184,7 @@ Result<Bootstrapped> Bootstrap(const BootstrapConfig& config, base::Deadline dea
   net::PeerInfo self;
   RY_ASSIGN_OR_RETURN(std::vector<net::PeerInfo> all,
                       net::ExchangePeerInfo(*b.store, prefix + "/hosts", config.rank,
-                                            config.world_size, self, "", deadline));
+                                            config.world_size, self, config.host, deadline));
   bool one_host = true;
   for (const auto& p : all) one_host = one_host && p.host == all[0].host;
   RY_ASSIGN_OR_RETURN(b.transport, net::ResolveTransport(config.transport, one_host));
@@ -136,6 +207,9 @@ Result<Bootstrapped> Bootstrap(const BootstrapConfig& config, base::Deadline dea
                                            b.transport));
   }
   RY_ASSIGN_OR_RETURN(b.comm, Communicator::Create(std::move(transport), config.comm));
+  if (config.hierarchy && !one_host) {
+    RY_RETURN_IF_ERROR(BuildHierarchy(config, all, b.transport, *b.store, *b.comm, deadline));
+  }
   return b;
 }
 

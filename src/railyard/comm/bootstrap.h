@@ -11,6 +11,9 @@
 //   RAILYARD_COMM_*            CommOptions (see communicator.h)
 //   RAILYARD_JOB_ID            separates communicators of different jobs on one store
 //   RAILYARD_STORE_SERVE=1     on rank 0: serve the TcpStore at RAILYARD_STORE itself
+//   RAILYARD_HOST              the host name this rank reports (default: gethostname)
+//   RAILYARD_COMM_HIERARCHY=0  no host-local/leader sub-communicators (default: built when
+//                              ranks share hosts and span several)
 //   RAILYARD_TCP_STREAMS       tcp connections per peer and direction (default 2)
 //   RAILYARD_TCP_BUFFER        tcp socket buffer bytes (default 4MiB; 0 = kernel autotuning)
 //
@@ -42,6 +45,8 @@ struct BootstrapConfig {
   std::string ofi_domain;
   std::string job_id = "job";
   bool serve_store = false;
+  std::string host;  // empty: gethostname()
+  bool hierarchy = true;
   int tcp_streams = 2;
   size_t tcp_buffer_bytes = 4 << 20;
   CommOptions comm;

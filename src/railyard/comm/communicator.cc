@@ -79,6 +79,7 @@ std::string_view AlgorithmName(Algorithm a) {
     case Algorithm::kRecursiveDoubling: return "rd";
     case Algorithm::kTree: return "tree";
     case Algorithm::kPairwise: return "pairwise";
+    case Algorithm::kHierarchical: return "hier";
   }
   return "?";
 }
@@ -89,8 +90,9 @@ Result<Algorithm> ParseAlgorithm(std::string_view text) {
   if (text == "rd" || text == "recursive_doubling") return Algorithm::kRecursiveDoubling;
   if (text == "tree") return Algorithm::kTree;
   if (text == "pairwise") return Algorithm::kPairwise;
-  return InvalidArgument("unknown algorithm '{}'; expected auto, ring, rd, tree or pairwise",
-                         text);
+  if (text == "hier" || text == "hierarchical") return Algorithm::kHierarchical;
+  return InvalidArgument("unknown algorithm '{}'; expected auto, ring, rd, tree, pairwise or "
+                         "hier", text);
 }
 
 Result<CommOptions> CommOptions::FromEnvironment() {
@@ -188,6 +190,9 @@ Status Communicator::CheckConsistency(OpContext& ctx, const OpDesc& desc) {
 Status Communicator::Attribute(const OpDesc& desc, Status error,
                                base::Clock::time_point start) {
   std::string what = desc.Describe(desc.collective ? seq_ : p2p_seq_, Algorithm::kAuto);
+  if (!options_.group_name.empty()) {
+    what += fmt::format(" among the {} (rank numbers within that group)", options_.group_name);
+  }
   double elapsed = base::SecondsSince(start);
   if (error.code() == StatusCode::kAborted) {
     // Another rank found the culprit and said so; its message names it. Pass it on: the
@@ -268,6 +273,12 @@ Status Communicator::Run(const OpDesc& desc, const CollectiveOptions& options,
     }
     ++counter;
     transport_->SetActivity("failed");
+    // Ranks of this host may be waiting inside the host-local communicator for this one:
+    // tell them, with the finding, instead of letting them time out and blame this rank.
+    if (local_) local_->transport().Abort(failed_.message(), base::Deadline::After(kAbortBudget));
+    if (leaders_) {
+      leaders_->transport().Abort(failed_.message(), base::Deadline::After(kAbortBudget));
+    }
     return failed_;
   }
   ++counter;
@@ -353,15 +364,31 @@ Status Communicator::Allreduce(const void* send, void* recv, size_t count, DataT
   DrainAsync();
   OpDesc d{OpKind::kAllreduce, type, op, -1, count};
   Algorithm a = Choose(options.algorithm, options_.algorithm);
-  if (a == Algorithm::kAuto) {
+  if (a == Algorithm::kAuto && local_ == nullptr) {
     // Ring needs at least an element per rank to be worth its 2(n-1) steps.
     a = count * SizeOf(type) <= options_.small_message_bytes || count < static_cast<size_t>(size_)
             ? Algorithm::kRecursiveDoubling
             : Algorithm::kRing;
   }
-  return Run(d, options, [&](OpContext& c) {
+  if (a == Algorithm::kHierarchical && local_ == nullptr) a = Algorithm::kRing;
+  if (a == Algorithm::kAuto) {
+    a = local_ != nullptr ? Algorithm::kHierarchical : Algorithm::kRing;
+  }
+  return Run(d, options, [&](OpContext& c) -> Status {
     auto* s = static_cast<const char*>(send);
     auto* r = static_cast<char*>(recv);
+    if (a == Algorithm::kHierarchical) {
+      // Sum inside the host, combine across hosts, share inside the host; avg divides once,
+      // by the whole job's size, at the end.
+      ReduceOp inner = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
+      CollectiveOptions sub{.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                c.deadline.Remaining())};
+      RY_RETURN_IF_ERROR(local_->Reduce(s, r, count, type, inner, 0, sub));
+      if (leaders_) RY_RETURN_IF_ERROR(leaders_->Allreduce(r, r, count, type, inner, sub));
+      RY_RETURN_IF_ERROR(local_->Broadcast(r, count, type, 0, sub));
+      FinishAverage(type, op, r, count, size_);
+      return Status::Ok();
+    }
     return a == Algorithm::kRing ? RingAllreduce(c, s, r, count, type, op)
                                  : RecursiveDoublingAllreduce(c, s, r, count, type, op);
   });
@@ -398,6 +425,12 @@ Status Communicator::Alltoall(const void* send, void* recv, size_t count, DataTy
     return PairwiseAlltoall(c, static_cast<const char*>(send), static_cast<char*>(recv),
                             count * SizeOf(type));
   });
+}
+
+void Communicator::AttachHierarchy(std::unique_ptr<Communicator> local,
+                                   std::unique_ptr<Communicator> leaders) {
+  local_ = std::move(local);
+  leaders_ = std::move(leaders);
 }
 
 void Communicator::Abort(std::string_view reason) {

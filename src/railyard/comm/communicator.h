@@ -18,8 +18,10 @@
 // naming both ranks instead of corrupt data or a hang.
 //
 // Algorithms: ring (bandwidth-optimal, pipelined in pieces) for large messages, recursive
-// doubling / binomial trees for small ones, pairwise exchange for alltoall. kAuto picks by
-// size; RAILYARD_COMM_ALGO or CollectiveOptions::algorithm override. The ring follows
+// doubling / binomial trees for small ones, pairwise exchange for alltoall, and for
+// allreduce across hosts that each run several ranks, hierarchical: reduce inside each host
+// (over shm), allreduce among one leader per host, broadcast inside each host. kAuto picks by
+// size and placement; RAILYARD_COMM_ALGO or CollectiveOptions::algorithm override. The ring follows
 // `ring_order` (a permutation of ranks, e.g. from topology: neighbours on one leaf next to
 // each other).
 //
@@ -45,9 +47,9 @@
 
 namespace railyard::comm {
 
-enum class Algorithm { kAuto, kRing, kRecursiveDoubling, kTree, kPairwise };
+enum class Algorithm { kAuto, kRing, kRecursiveDoubling, kTree, kPairwise, kHierarchical };
 std::string_view AlgorithmName(Algorithm algorithm);
-// "auto", "ring", "rd" (or "recursive_doubling"), "tree", "pairwise".
+// "auto", "ring", "rd" (or "recursive_doubling"), "tree", "pairwise", "hier".
 Result<Algorithm> ParseAlgorithm(std::string_view text);
 
 struct CommOptions {
@@ -59,6 +61,9 @@ struct CommOptions {
   // Ring pipelines its blocks in pieces of this size (rounded to the element size).
   size_t piece_bytes = 1 << 20;  // RAILYARD_COMM_PIECE
   std::vector<int> ring_order;   // empty: 0, 1, ..., n-1
+  // Names a sub-communicator in messages ("ranks on node3", "host leaders"); its ranks are
+  // numbered within it, so messages say which group the numbers belong to.
+  std::string group_name;
 
   // Defaults overridden by the RAILYARD_COMM_* variables above; INVALID_ARGUMENT names the
   // variable and its bad value.
@@ -140,6 +145,13 @@ class Communicator {
   // Operations issued so far (the sequence number of the next one).
   uint64_t sequence() const { return seq_; }
 
+  // Enables the hierarchical allreduce: `local` spans the ranks on this host (its rank 0 is
+  // the host's leader), `leaders` spans one leader per host (null on non-leaders). Both must
+  // be built the same way on every rank of the job. comm/bootstrap.h does this when ranks
+  // share hosts.
+  void AttachHierarchy(std::unique_ptr<Communicator> local, std::unique_ptr<Communicator> leaders);
+  bool hierarchical() const { return local_ != nullptr; }
+
  private:
   struct OpDesc;
   Communicator(std::unique_ptr<net::Transport> transport, CommOptions options);
@@ -160,6 +172,8 @@ class Communicator {
   uint64_t p2p_seq_ = 0;  // sends and receives issued by this rank, for messages
   Status failed_;
   std::vector<std::vector<char>> scratch_;
+  std::unique_ptr<Communicator> local_;    // ranks on this host
+  std::unique_ptr<Communicator> leaders_;  // one rank per host; null unless this is a leader
 
   std::mutex op_mu_;  // one operation at a time
   // Non-blocking operations: a FIFO run by one worker thread, started on first use.
