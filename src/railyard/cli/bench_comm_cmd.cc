@@ -99,8 +99,10 @@ Outcome RunWorker(const CommFlags& f) {
   if (!timeout.ok()) return timeout.status().WithContext("--timeout");
   cfg.comm.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*timeout);
   cfg.comm.check_consistency = cfg.comm.check_consistency || f.check;
-  RY_ASSIGN_OR_RETURN(comm::Bootstrapped b,
-                      comm::Bootstrap(cfg, base::Deadline::After(*timeout)));
+  // Start-up waits for every rank to start and publish: give it at least a minute even when
+  // operations get a short deadline (slow hosts, sanitizer builds).
+  auto setup = std::max<base::Duration>(*timeout, std::chrono::seconds(60));
+  RY_ASSIGN_OR_RETURN(comm::Bootstrapped b, comm::Bootstrap(cfg, base::Deadline::After(setup)));
   comm::Communicator& c = *b.comm;
   CommFlags shown = f;
   shown.use_vcluster = std::getenv("RAILYARD_VHOST") != nullptr;  // set on virtual hosts
