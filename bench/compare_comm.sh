@@ -1,0 +1,279 @@
+#!/bin/bash
+# Side-by-side allreduce benchmark: Railyard against OpenMPI and Gloo, in the same run, on
+# this host, over loopback only, with the same ranks, sizes and iteration counts.
+#
+#   bench/compare_comm.sh [--ranks 2[,4...]] [--sizes 4KiB:64MiB | 4KiB,1MiB,...]
+#                         [--iters 20] [--warmup 5] [--reps 3] [--json FILE] [--ofi]
+#                         [--timeout-s 300]
+#
+# Systems, each measured like `railyard bench comm --json` (f32 sum, out-of-place, per size one
+# checked iteration, warm-up, barrier, timed iterations; time = slowest rank's mean; busbw =
+# size/time x 2(n-1)/n) by bench/compare/{mpi,gloo}_allreduce.cc, built here into a temp dir:
+#   ry_tcp, ry_shm (ry_ofi with --ofi)   railyard bench comm --transport ...
+#   mpi_tcp_default, mpi_tcp_ring        OpenMPI, pml ob1, btl tcp,self on lo; default
+#                                        algorithm, and ring forced (coll_tuned algorithm 4)
+#   mpi_sm                               OpenMPI, pml ob1, btl vader,self
+#   gloo                                 gloo::allreduce, RING, tcp device on 127.0.0.1
+# pml ob1 is forced because OpenMPI would otherwise pick UCX and ignore the btl choice. No
+# process is bound to a core (mpirun --bind-to none), like railyard's and Gloo's ranks, and
+# OpenMPI yields while it polls (mpi_yield_when_idle 1, its own choice when oversubscribed):
+# on this shared 2-core machine a rank that spins without yielding loses whole timeslices
+# whenever another process runs (measured: 4 KiB allreduce 8 ms instead of 0.09 ms). The
+# systems alternate inside each repetition so that noise from other load spreads over all of
+# them; the table shows the median over --reps per size and system. Also printed: the loopback
+# ceiling (iperf3 --bidir on 127.0.0.1 when iperf3 is installed; memcpy of 64 MiB buffers).
+# Every process runs under `timeout` in its own process group and is killed on exit.
+# Needs: mpicxx/mpirun (openmpi-bin, libopenmpi-dev), libgloo-dev, jq, g++, a built railyard.
+set -euo pipefail
+
+RANKS=2
+SIZES=4KiB:64MiB
+ITERS=20
+WARMUP=5
+REPS=3
+JSON_OUT=
+OFI=0
+TIMEOUT_S=300
+HERE=$(cd "$(dirname "$0")" && pwd)
+RAILYARD=${RAILYARD:-"$HERE/../build/railyard"}
+
+die() { echo "compare_comm.sh: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --ranks) RANKS=$2; shift 2 ;;
+    --sizes) SIZES=$2; shift 2 ;;
+    --iters) ITERS=$2; shift 2 ;;
+    --warmup) WARMUP=$2; shift 2 ;;
+    --reps) REPS=$2; shift 2 ;;
+    --json) JSON_OUT=$2; shift 2 ;;
+    --ofi) OFI=1; shift ;;
+    --timeout-s) TIMEOUT_S=$2; shift 2 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+for v in "$ITERS" "$WARMUP" "$REPS" "$TIMEOUT_S" ${RANKS//,/ }; do
+  [[ $v =~ ^[0-9]+$ ]] || die "expected a non-negative integer, got '$v'"
+done
+for tool in mpicxx mpirun jq g++ numfmt timeout; do
+  command -v "$tool" >/dev/null || die "$tool not found (openmpi-bin, libopenmpi-dev, jq, g++)"
+done
+[ -f /usr/include/gloo/allreduce.h ] || die "Gloo headers not found; install libgloo-dev"
+[ -x "$RAILYARD" ] || die "$RAILYARD not built; run make build (or set RAILYARD=)"
+
+WORK=$(mktemp -d /tmp/railyard-compare-comm.XXXXXX)
+PIDS=()
+# Kills the process group of every job still running (timeout makes each its own group), then
+# removes the temp dir. Runs on every exit, including Ctrl-C and a failed command.
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill -TERM -- "-$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do
+    timeout 10 tail --pid="$p" -f /dev/null 2>/dev/null || kill -KILL -- "-$p" 2>/dev/null || true
+  done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Starts "$@" in the background under timeout, stdout to $1 and stderr to $2.
+spawn() {
+  local out=$1 err=$2
+  shift 2
+  timeout -k 5 "$TIMEOUT_S" "$@" >"$out" 2>"$err" </dev/null &
+  PIDS+=("$!")
+}
+# Waits for every spawned job; fails with the last non-zero status.
+wait_all() {
+  local p rc=0
+  for p in "${PIDS[@]}"; do wait "$p" || rc=$?; done
+  PIDS=()
+  return "$rc"
+}
+
+bytes_of() {
+  case "$1" in
+    *iB) numfmt --from=iec-i "${1%B}" ;;
+    *B) numfmt --from=si "${1%B}" ;;
+    *) echo "$1" ;;
+  esac
+}
+# The byte sizes, as railyard expands MIN:MAX (doubling), or the list as given.
+SIZE_LIST=()
+if [[ $SIZES == *:* ]]; then
+  lo=$(bytes_of "${SIZES%%:*}") hi=$(bytes_of "${SIZES#*:}")
+  if [ "$lo" -le 0 ] || [ "$hi" -lt "$lo" ]; then die "--sizes '$SIZES': need 0 < MIN <= MAX"; fi
+  for ((b = lo; b <= hi; b *= 2)); do SIZE_LIST+=("$b"); done
+else
+  for s in ${SIZES//,/ }; do SIZE_LIST+=("$(bytes_of "$s")"); done
+fi
+CSV_SIZES=$(IFS=,; echo "${SIZE_LIST[*]}")
+
+echo "# building the comparison programs in $WORK"
+BIN=$WORK/bin
+mkdir -p "$BIN" "$WORK/out"
+timeout 300 mpicxx -std=c++20 -O3 -DOMPI_SKIP_MPICXX -o "$BIN/mpi_allreduce" \
+  "$HERE/compare/mpi_allreduce.cc"
+timeout 300 g++ -std=c++20 -O3 -o "$BIN/gloo_allreduce" "$HERE/compare/gloo_allreduce.cc" \
+  -lgloo -pthread
+cat >"$WORK/memcpy_bw.cc" <<'EOF'
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+int main() {  // GB/s copied (each byte is read once and written once) with 64 MiB buffers
+  const size_t bytes = size_t{64} << 20;
+  std::vector<char> a(bytes, 1), b(bytes, 0);
+  for (int i = 0; i < 3; ++i) std::memcpy(b.data(), a.data(), bytes);
+  const int iters = 20;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < iters; ++i) { a[i] = static_cast<char>(i); std::memcpy(b.data(), a.data(), bytes); }
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%.3f\n", b[iters - 1] == static_cast<char>(iters - 1) ? bytes * iters / s / 1e9 : 0.0);
+}
+EOF
+timeout 300 g++ -std=c++17 -O2 -o "$BIN/memcpy_bw" "$WORK/memcpy_bw.cc"
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none --mca pml ob1
+        --mca mpi_yield_when_idle 1 --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
+BENCH_ARGS=(--iters "$ITERS" --warmup "$WARMUP")
+SYSTEMS=(ry_tcp ry_shm mpi_tcp_default mpi_tcp_ring mpi_sm gloo)
+[ "$OFI" = 1 ] && SYSTEMS=(ry_tcp ry_shm ry_ofi mpi_tcp_default mpi_tcp_ring mpi_sm gloo)
+FAILED=0
+
+# Runs one system once for $2 ranks; appends its rows, tagged, to $WORK/rows.jsonl.
+run_system() {
+  local sys=$1 n=$2 rep=$3 r s
+  local out=$WORK/out/$sys.$n.$rep rc=0
+  : >"$out"
+  case "$sys" in
+    ry_*)
+      local ry=("$RAILYARD" bench comm --ranks "$n" --transport "${sys#ry_}" "${BENCH_ARGS[@]}" --json)
+      if [[ $SIZES == *:* ]]; then
+        spawn "$out" "$out.err" "${ry[@]}" --sizes "$SIZES"
+      else  # railyard takes a range or one size: one run per size of a list
+        for s in "${SIZE_LIST[@]}"; do
+          spawn "$out.$s" "$out.err" "${ry[@]}" --sizes "$s"
+          wait_all || { rc=$?; break; }
+          cat "$out.$s" >>"$out"
+        done
+      fi ;;
+    mpi_*)
+      local mca=(--mca btl "tcp,self")
+      [ "$sys" = mpi_sm ] && mca=(--mca btl "vader,self")
+      [ "$sys" = mpi_tcp_ring ] &&
+        mca+=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4)
+      spawn "$out" "$out.err" "${MPIRUN[@]}" -np "$n" "${mca[@]}" "$BIN/mpi_allreduce" \
+        --sizes "$CSV_SIZES" "${BENCH_ARGS[@]}" ;;
+    gloo)
+      local store=$WORK/store.$n.$rep
+      mkdir -p "$store"
+      for ((r = 0; r < n; r++)); do
+        local o=/dev/null
+        [ "$r" = 0 ] && o=$out
+        spawn "$o" "$out.err.$r" env RANK="$r" WORLD_SIZE="$n" GLOO_STORE_DIR="$store" \
+          GLOO_HOST=127.0.0.1 "$BIN/gloo_allreduce" --sizes "$CSV_SIZES" "${BENCH_ARGS[@]}" \
+          --timeout-s "$TIMEOUT_S"
+      done ;;
+  esac
+  wait_all || rc=$?
+  if [ "$rc" = 0 ] && sed -n '/^\[/,/^\]/p' "$out" | jq -s 'add' >"$out.json" 2>/dev/null &&
+     jq -e 'type == "array" and length > 0' "$out.json" >/dev/null; then
+    jq -c --arg sys "$sys" --argjson n "$n" --argjson rep "$rep" \
+      '.[] | . + {system: $sys, ranks: $n, rep: $rep}' "$out.json" >>"$WORK/rows.jsonl"
+  else
+    FAILED=1
+    echo "compare_comm.sh: $sys with $n ranks (rep $rep) failed (exit $rc); its log ends:" >&2
+    cat "$out".err* 2>/dev/null | tail -n 8 >&2 || true
+  fi
+}
+
+echo "# loopback ceiling"
+MEMCPY=$(timeout 120 "$BIN/memcpy_bw")
+echo "memcpy 64 MiB: $MEMCPY GB/s copied (read + write traffic is twice that)"
+IPERF=null
+if command -v iperf3 >/dev/null; then
+  port=$((20000 + RANDOM % 20000))
+  spawn "$WORK/iperf-s" "$WORK/iperf-s.err" iperf3 -s -1 --forceflush -B 127.0.0.1 -p "$port"
+  for _ in $(seq 50); do  # bounded wait for the server to listen
+    grep -q "listening" "$WORK/iperf-s" 2>/dev/null && break
+    sleep 0.1
+  done
+  if timeout 60 iperf3 -c 127.0.0.1 -p "$port" --bidir -t 5 -J >"$WORK/iperf.json" 2>&1; then
+    IPERF=$(jq '(.end.sum_received.bits_per_second
+                 + .end.sum_received_bidir_reverse.bits_per_second) / 1e9' "$WORK/iperf.json")
+    echo "iperf3 --bidir 127.0.0.1, 5 s: $IPERF Gbit/s both directions together" \
+      "($(awk -v g="$IPERF" 'BEGIN { printf "%.3f", g / 8 }') GB/s)"
+  else
+    echo "iperf3 failed: $(tail -n 2 "$WORK/iperf.json")"
+  fi
+  kill -TERM -- "-${PIDS[0]}" 2>/dev/null || true  # a server the client never reached
+  wait_all || true
+else
+  echo "iperf3 not installed (Debian package iperf3): loopback TCP ceiling skipped"
+fi
+
+: >"$WORK/rows.jsonl"
+for n in ${RANKS//,/ }; do
+  for ((rep = 1; rep <= REPS; rep++)); do
+    for sys in "${SYSTEMS[@]}"; do
+      echo "# ranks $n, rep $rep/$REPS: $sys" >&2
+      run_system "$sys" "$n" "$rep"
+    done
+  done
+done
+
+# shellcheck disable=SC2016 # jq variables, not shell ones
+JQ_DEFS='
+def median: sort | if length == 0 then null elif length % 2 == 1 then .[(length - 1) / 2]
+  else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+def ratio(a; b): if a == null or b == null or b == 0 then null else a / b end;
+def cell: if . == null then "-" else . end;
+def r2: if . == null then "-" else (. * 100 | round) / 100 end;
+# Per size: {system: {bw, t}} medians, and the better OpenMPI tcp algorithm.
+def by_size($n): [.[] | select(.ranks == $n)] | group_by(.size_bytes)[] | .[0].size_bytes as $size
+  | reduce group_by(.system)[] as $g ({};
+      .[$g[0].system] = {bw: ($g | map(.busbw_gbps) | median), t: ($g | map(.time_us) | median)})
+  | . as $m | ($m.mpi_tcp_default.bw) as $d | ($m.mpi_tcp_ring.bw) as $r
+  | {size: $size, m: $m, mt: (if $r == null or ($d != null and $d >= $r)
+      then {bw: $d, t: $m.mpi_tcp_default.t, algo: "default"}
+      else {bw: $r, t: $m.mpi_tcp_ring.t, algo: "ring"} end)}
+  | .peer = ([.mt.bw, $m.gloo.bw] | map(select(. != null)) | max);'
+jq -s . "$WORK/rows.jsonl" >"$WORK/rows.json"
+if [ -n "$JSON_OUT" ]; then
+  jq --argjson memcpy "${MEMCPY:-null}" --argjson iperf "$IPERF" \
+    '{memcpy_gbps: $memcpy, iperf3_bidir_gbitps: $iperf, rows: .}' "$WORK/rows.json" >"$JSON_OUT"
+fi
+
+for n in ${RANKS//,/ }; do
+  echo
+  echo "# allreduce f32 sum, $n ranks, busbw GB/s (median of $REPS), iters $ITERS, warm-up $WARMUP"
+  hdr=(size ry_tcp ry_shm)
+  [ "$OFI" = 1 ] && hdr+=(ry_ofi)
+  hdr+=("ompi_tcp(algo)" ompi_sm gloo "tcp/peer" "shm/ompi_sm" "shm/tcp_peer")
+  printf "%9s %8s %8s" "${hdr[@]:0:3}"
+  [ "$OFI" = 1 ] && printf " %8s" ry_ofi
+  printf " %17s %8s %8s %9s %12s %13s\n" "${hdr[@]: -6}"
+  jq -r --argjson n "$n" --argjson ofi "$OFI" "$JQ_DEFS"'
+    by_size($n) | [.size, .m.ry_tcp.bw, .m.ry_shm.bw] + (if $ofi == 1 then [.m.ry_ofi.bw] else [] end)
+      + [.mt.bw, .mt.algo, .m.mpi_sm.bw, .m.gloo.bw, ratio(.m.ry_tcp.bw; .peer),
+         ratio(.m.ry_shm.bw; .m.mpi_sm.bw), ratio(.m.ry_shm.bw; .peer)] | map(cell) | @tsv' \
+    "$WORK/rows.json" |
+  awk -F'\t' -v ofi="$OFI" '
+    function bw(x) { return x == "-" ? x : sprintf("%.3f", x) }
+    function rt(x) { return x == "-" ? x : sprintf("%.2fx", x) }
+    function sz(b) { return b >= 1048576 ? b / 1048576 "MiB" : b >= 1024 ? b / 1024 "KiB" : b "B" }
+    { i = 4; o = ""; if (ofi == 1) { o = sprintf(" %8s", bw($4)); i = 5 }
+      printf "%9s %8s %8s%s %17s %8s %8s %9s %12s %13s\n", sz($1), bw($2), bw($3), o,
+        bw($i) " (" $(i + 1) ")", bw($(i + 2)), bw($(i + 3)), rt($(i + 4)), rt($(i + 5)),
+        rt($(i + 6)) }'
+  jq -r --argjson n "$n" "$JQ_DEFS"'[by_size($n)][0] // empty
+    | "latency at \(.size) B (time_us, median): railyard tcp \(.m.ry_tcp.t | r2), "
+      + "OpenMPI tcp \(.mt.t | r2) (\(.mt.algo)), ratio ry/ompi \(ratio(.m.ry_tcp.t; .mt.t) | r2)"' \
+    "$WORK/rows.json"
+  jq -r --argjson n "$n" '.[] | select(.ranks == $n and .wrong != 0)
+    | "WRONG: \(.system) rep \(.rep) size \(.size_bytes): \(.wrong) elements differ"' "$WORK/rows.json"
+done
+echo "# tcp/peer = railyard tcp / best of (OpenMPI tcp, Gloo); shm/tcp_peer = railyard shm / same"
+[ "$FAILED" = 0 ] || { echo "compare_comm.sh: some runs failed (see above)" >&2; exit 1; }
