@@ -108,7 +108,8 @@ INSTANTIATE_TEST_SUITE_P(Transports, CommFailureTest, ::testing::ValuesIn(net::T
 
 TEST(CommRendezvous, UnreachableStoreIsNamedAtTheDeadline) {
   base::SpawnOptions o;
-  o.argv = {RAILYARD_BINARY, "bench", "comm", "--worker", "--sizes", "4KiB", "--timeout", "1s"};
+  o.argv = {RAILYARD_BINARY, "bench", "comm", "--worker", "--sizes", "4KiB", "--timeout", "1s",
+            "--setup-timeout", "1s"};
   // A port nothing listens on: connection refused until the deadline.
   o.env = {{"RAILYARD_RANK", "1"}, {"RAILYARD_WORLD_SIZE", "2"},
            {"RAILYARD_STORE", "127.0.0.1:9"}, {"RAILYARD_JOB_SECRET", "x"},

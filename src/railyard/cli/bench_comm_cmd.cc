@@ -44,6 +44,7 @@ struct CommFlags {
   int iters = 20;
   int warmup = 5;
   std::string timeout = "30s";
+  std::string setup_timeout = "60s";
   bool json = false;
   bool check = false;
   std::string vcluster_prefix;
@@ -99,10 +100,11 @@ Outcome RunWorker(const CommFlags& f) {
   if (!timeout.ok()) return timeout.status().WithContext("--timeout");
   cfg.comm.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*timeout);
   cfg.comm.check_consistency = cfg.comm.check_consistency || f.check;
-  // Start-up waits for every rank to start and publish: give it at least a minute even when
-  // operations get a short deadline (slow hosts, sanitizer builds).
-  auto setup = std::max<base::Duration>(*timeout, std::chrono::seconds(60));
-  RY_ASSIGN_OR_RETURN(comm::Bootstrapped b, comm::Bootstrap(cfg, base::Deadline::After(setup)));
+  // Start-up (store, every rank publishing, transports) has its own deadline: ranks start at
+  // different times, so it is usually longer than an operation's.
+  auto setup = base::ParseDuration(f.setup_timeout);
+  if (!setup.ok()) return setup.status().WithContext("--setup-timeout");
+  RY_ASSIGN_OR_RETURN(comm::Bootstrapped b, comm::Bootstrap(cfg, base::Deadline::After(*setup)));
   comm::Communicator& c = *b.comm;
   CommFlags shown = f;
   shown.use_vcluster = std::getenv("RAILYARD_VHOST") != nullptr;  // set on virtual hosts
@@ -145,6 +147,8 @@ Outcome RunLauncher(const CommFlags& f) {
   if (*timeout < std::chrono::milliseconds(100)) {
     return InvalidArgument("--timeout {}: expected at least 100ms", f.timeout);
   }
+  auto setup = base::ParseDuration(f.setup_timeout);
+  if (!setup.ok()) return setup.status().WithContext("--setup-timeout");
   // Check the transport name now: one clear line instead of N failing ranks.
   if (f.local_hosts < 1 || f.local_hosts > f.ranks || (f.local_hosts > 1 && f.use_vcluster)) {
     return InvalidArgument("--local-hosts {}: expected 1 to --ranks ({}), and not with "
@@ -213,7 +217,7 @@ Outcome RunLauncher(const CommFlags& f) {
     s.argv = {SelfExecutable(), "bench", "comm", "--worker", "--op", f.op, "--type", f.type,
               "--redop", f.redop, "--sizes", f.sizes, "--algorithm", f.algorithm, "--iters",
               std::to_string(f.iters), "--warmup", std::to_string(f.warmup), "--timeout",
-              f.timeout};
+              f.timeout, "--setup-timeout", f.setup_timeout};
     if (f.json) s.argv.push_back("--json");
     if (f.check) s.argv.push_back("--check");
     for (auto& kv : common) s.env.push_back(kv);
@@ -241,7 +245,8 @@ Outcome RunLauncher(const CommFlags& f) {
   int sizes = 0;
   for (uint64_t b = o.sizes.min_bytes; b <= o.sizes.max_bytes && sizes < 64; b *= 2) ++sizes;
   // A safety net only: ranks bound every operation themselves and never hang.
-  auto overall = base::Deadline::After(*timeout * 4 + std::chrono::seconds(120) * sizes);
+  auto overall =
+      base::Deadline::After(*setup + *timeout * 4 + std::chrono::seconds(120) * sizes);
   std::vector<std::optional<base::ExitInfo>> exits(f.ranks);
   int running = f.ranks;
   while (running > 0) {
@@ -293,6 +298,8 @@ void RegisterBenchCommCommand(CLI::App* bench, Action* action) {
   c->add_option("--warmup", f->warmup, "untimed iterations per size")->capture_default_str();
   c->add_option("--timeout", f->timeout, "deadline of each operation; a rank that stalls or dies "
                 "is named within this plus about 1s")->capture_default_str();
+  c->add_option("--setup-timeout", f->setup_timeout, "deadline for every rank to start, meet "
+                "at the rendezvous store and connect")->capture_default_str();
   c->add_flag("--check", f->check, "ranks compare operation, type and count before each call");
   c->add_flag("--json", f->json, "print the rows as a JSON array (size_bytes, count, type, "
               "time_us, algbw_gbps, busbw_gbps, wrong)");
