@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "railyard/base/files.h"
+#include "railyard/base/hmac.h"
 #include "railyard/net/transport_testing.h"
 
 namespace railyard::net {
@@ -257,6 +258,52 @@ TEST(TcpTransport, ConnectionWithoutTheSecretIsRefused) {
   setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   EXPECT_EQ(::recv(fd.get(), &byte, 1, 0), 0) << "the transport must close the connection";
   driver.join();
+}
+
+// A peer that knows the secret but sends a frame whose length does not fit its message is
+// cut off and named; the length is never used to allocate or copy.
+TEST(TcpTransport, MalformedFrameFromAProvenPeerIsRejected) {
+  auto g = StartTransportGroupForTest(NewTcpTransport, 2);
+  ASSERT_TRUE(g.status.ok()) << g.status.ToString();
+  std::string addr = g.ranks[0]->peer(0).address;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  inet_pton(AF_INET, addr.substr(0, addr.rfind(':')).c_str(), &a.sin_addr);
+  a.sin_port = htons(static_cast<uint16_t>(std::stoi(addr.substr(addr.rfind(':') + 1))));
+  base::UniqueFd fd(::socket(AF_INET, SOCK_STREAM, 0));
+  ASSERT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  char c;
+  auto r = g.ranks[0]->PostRecv(1, 1, &c, 1);
+  ASSERT_TRUE(r.ok());
+  Status waited;
+  std::thread driver([&] {
+    waited = g.ranks[0]->WaitAll({&*r, 1}, base::Deadline::After(seconds(20)));
+  });
+  unsigned char greeting[24];
+  ASSERT_EQ(::recv(fd.get(), greeting, sizeof greeting, MSG_WAITALL), 24);
+  // A correct hello for rank 1, stream 0 of 2: proof = HMAC(secret, "railyard-tcp" + nonce +
+  // "/1/0/0").
+  std::string msg = "railyard-tcp";
+  msg.append(reinterpret_cast<const char*>(greeting + 8), 16);
+  msg += "/1/0/0";
+  auto proof = base::HmacSha256("test-secret", msg);
+  std::vector<char> hello(56, 0);
+  uint32_t magic = 0x31545952, version = 1, stream = 0, streams = 2;
+  int32_t rank = 1;
+  std::memcpy(hello.data(), &magic, 4);
+  std::memcpy(hello.data() + 4, &version, 4);
+  std::memcpy(hello.data() + 8, &rank, 4);
+  std::memcpy(hello.data() + 12, &stream, 4);
+  std::memcpy(hello.data() + 16, &streams, 4);
+  std::memcpy(hello.data() + 24, proof.data(), 32);
+  ASSERT_EQ(::send(fd.get(), hello.data(), hello.size(), 0), 56);
+  // A data frame claiming 2^60 bytes: over the limit, must not be trusted.
+  uint64_t header[6] = {1, 1, 1, uint64_t{1} << 60, 0, uint64_t{1} << 60};
+  ASSERT_EQ(::send(fd.get(), header, sizeof header, 0), static_cast<ssize_t>(sizeof header));
+  driver.join();
+  EXPECT_EQ(waited.code(), StatusCode::kUnavailable) << waited.ToString();
+  EXPECT_NE(waited.message().find("rank 1"), std::string::npos) << waited.ToString();
+  EXPECT_NE(waited.message().find("malformed"), std::string::npos) << waited.ToString();
 }
 
 TEST(TcpTransport, BadOptionsAreRejected) {
