@@ -14,18 +14,6 @@ namespace {
 // Small integers: exact in every type, so any reduction order gives the expected bits.
 double Value(int rank, size_t i) { return static_cast<double>(1 + (rank * 7 + i * 3) % 5); }
 
-void Store(DataType t, void* base, size_t i, double v) {
-  switch (t) {
-    case DataType::kF32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
-    case DataType::kF64: static_cast<double*>(base)[i] = v; break;
-    case DataType::kF16: static_cast<uint16_t*>(base)[i] = FloatToHalf(static_cast<float>(v)); break;
-    case DataType::kBF16: static_cast<uint16_t*>(base)[i] = FloatToBf16(static_cast<float>(v)); break;
-    case DataType::kI32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
-    case DataType::kI64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
-    case DataType::kU8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v); break;
-  }
-}
-
 double ReduceValues(ReduceOp op, int n, size_t i) {
   double acc = Value(0, i);
   for (int r = 1; r < n; ++r) {
@@ -81,40 +69,40 @@ void Prepare(const CommBenchOptions& o, int rank, int n, uint64_t count, Buffers
       resize(b.send, count), resize(b.recv, count), resize(b.want, count);
       std::vector<char> one(es);
       for (uint64_t i = 0; i < count; ++i) {
-        Store(o.type, b.send.data(), i, Value(rank, i));
-        Store(o.type, b.want.data(), i, ReduceValues(o.redop, n, i));
+        StoreValue(o.type, b.send.data(), i, Value(rank, i));
+        StoreValue(o.type, b.want.data(), i, ReduceValues(o.redop, n, i));
       }
       if (o.redop == ReduceOp::kAvg) FinishAverage(o.type, o.redop, b.want.data(), count, n);
       break;
     }
     case BenchOp::kAllgather:
       resize(b.send, block), resize(b.recv, count), resize(b.want, count);
-      for (uint64_t i = 0; i < block; ++i) Store(o.type, b.send.data(), i, Value(rank, i));
+      for (uint64_t i = 0; i < block; ++i) StoreValue(o.type, b.send.data(), i, Value(rank, i));
       for (int r = 0; r < n; ++r) {
-        for (uint64_t i = 0; i < block; ++i) Store(o.type, b.want.data(), r * block + i, Value(r, i));
+        for (uint64_t i = 0; i < block; ++i) StoreValue(o.type, b.want.data(), r * block + i, Value(r, i));
       }
       break;
     case BenchOp::kReduceScatter:
       resize(b.send, count), resize(b.recv, block), resize(b.want, block);
-      for (uint64_t i = 0; i < count; ++i) Store(o.type, b.send.data(), i, Value(rank, i));
+      for (uint64_t i = 0; i < count; ++i) StoreValue(o.type, b.send.data(), i, Value(rank, i));
       for (uint64_t i = 0; i < block; ++i) {
-        Store(o.type, b.want.data(), i, ReduceValues(o.redop, n, rank * block + i));
+        StoreValue(o.type, b.want.data(), i, ReduceValues(o.redop, n, rank * block + i));
       }
       if (o.redop == ReduceOp::kAvg) FinishAverage(o.type, o.redop, b.want.data(), block, n);
       break;
     case BenchOp::kBroadcast:
       resize(b.recv, count), resize(b.want, count);
       for (uint64_t i = 0; i < count; ++i) {
-        Store(o.type, b.want.data(), i, Value(0, i));
-        if (rank == 0) Store(o.type, b.recv.data(), i, Value(0, i));
+        StoreValue(o.type, b.want.data(), i, Value(0, i));
+        if (rank == 0) StoreValue(o.type, b.recv.data(), i, Value(0, i));
       }
       break;
     case BenchOp::kAlltoall:
       resize(b.send, count), resize(b.recv, count), resize(b.want, count);
       for (int j = 0; j < n; ++j) {
         for (uint64_t i = 0; i < block; ++i) {
-          Store(o.type, b.send.data(), j * block + i, Value(rank * n + j, i));
-          Store(o.type, b.want.data(), j * block + i, Value(j * n + rank, i));
+          StoreValue(o.type, b.send.data(), j * block + i, Value(rank * n + j, i));
+          StoreValue(o.type, b.want.data(), j * block + i, Value(j * n + rank, i));
         }
       }
       break;

@@ -22,12 +22,12 @@ Result<int> ParseInt(const std::string& name, const std::string& text) {
   return v;
 }
 
-// One communicator of a subset of ranks, over `backend`.
-Result<std::unique_ptr<Communicator>> SubCommunicator(const BootstrapConfig& config,
-                                                      const std::string& backend, int rank,
-                                                      int size, const std::string& key_prefix,
-                                                      const std::string& name, net::Store& store,
-                                                      base::Deadline deadline) {
+// A started transport of `backend` for `rank` of `size` ranks meeting under `key_prefix`.
+Result<std::unique_ptr<net::Transport>> StartTransport(const BootstrapConfig& config,
+                                                       const std::string& backend, int rank,
+                                                       int size, const std::string& key_prefix,
+                                                       net::Store& store,
+                                                       base::Deadline deadline) {
   net::TransportOptions o;
   o.rank = rank;
   o.size = size;
@@ -42,12 +42,22 @@ Result<std::unique_ptr<Communicator>> SubCommunicator(const BootstrapConfig& con
   ofi.provider = config.ofi_provider;
   ofi.domain = config.ofi_domain;
   RY_ASSIGN_OR_RETURN(auto t, net::NewTransport(backend, o, ofi));
-  Status st = t->Start(deadline);
-  if (!st.ok()) return st.WithContext(fmt::format("starting the {} ({})", name, backend));
+  RY_RETURN_IF_ERROR(t->Start(deadline));
+  return t;
+}
+
+// One communicator of a subset of ranks, over `backend`.
+Result<std::unique_ptr<Communicator>> SubCommunicator(const BootstrapConfig& config,
+                                                      const std::string& backend, int rank,
+                                                      int size, const std::string& key_prefix,
+                                                      const std::string& name, net::Store& store,
+                                                      base::Deadline deadline) {
+  auto t = StartTransport(config, backend, rank, size, key_prefix, store, deadline);
+  if (!t.ok()) return t.status().WithContext(fmt::format("starting the {} ({})", name, backend));
   CommOptions co = config.comm;
   co.ring_order.clear();
   co.group_name = name;
-  return Communicator::Create(std::move(t), co);
+  return Communicator::Create(std::move(*t), co);
 }
 
 // Ranks sharing a host form a host-local group over shm (its lowest rank leads); the
@@ -188,25 +198,13 @@ Result<Bootstrapped> Bootstrap(const BootstrapConfig& config, base::Deadline dea
   bool one_host = true;
   for (const auto& p : all) one_host = one_host && p.host == all[0].host;
   RY_ASSIGN_OR_RETURN(b.transport, net::ResolveTransport(config.transport, one_host));
-  net::TransportOptions o;
-  o.rank = config.rank;
-  o.size = config.world_size;
-  o.store = b.store.get();
-  o.key_prefix = prefix;
-  o.secret = config.secret;
-  o.socket_ifname = config.socket_ifname;
-  o.streams_per_peer = config.tcp_streams;
-  o.socket_buffer_bytes = config.tcp_buffer_bytes;
-  net::OfiOptions ofi;
-  ofi.provider = config.ofi_provider;
-  ofi.domain = config.ofi_domain;
-  RY_ASSIGN_OR_RETURN(auto transport, net::NewTransport(b.transport, o, ofi));
-  Status started = transport->Start(deadline);
-  if (!started.ok()) {
-    return started.WithContext(fmt::format("rank {}: starting transport {}", config.rank,
-                                           b.transport));
+  auto transport = StartTransport(config, b.transport, config.rank, config.world_size, prefix,
+                                  *b.store, deadline);
+  if (!transport.ok()) {
+    return transport.status().WithContext(
+        fmt::format("rank {}: starting transport {}", config.rank, b.transport));
   }
-  RY_ASSIGN_OR_RETURN(b.comm, Communicator::Create(std::move(transport), config.comm));
+  RY_ASSIGN_OR_RETURN(b.comm, Communicator::Create(std::move(*transport), config.comm));
   if (config.hierarchy && !one_host) {
     RY_RETURN_IF_ERROR(BuildHierarchy(config, all, b.transport, *b.store, *b.comm, deadline));
   }

@@ -16,18 +16,6 @@ constexpr DataType kTypes[] = {DataType::kF32, DataType::kF64, DataType::kF16, D
 constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
                              ReduceOp::kAvg};
 
-void StoreAs(DataType t, void* base, size_t i, double v) {
-  switch (t) {
-    case DataType::kF32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
-    case DataType::kF64: static_cast<double*>(base)[i] = v; break;
-    case DataType::kF16: static_cast<uint16_t*>(base)[i] = FloatToHalf(static_cast<float>(v)); break;
-    case DataType::kBF16: static_cast<uint16_t*>(base)[i] = FloatToBf16(static_cast<float>(v)); break;
-    case DataType::kI32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
-    case DataType::kI64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
-    case DataType::kU8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v); break;
-  }
-}
-
 // Small integers, exact in every type, so that any summation order gives the same bits.
 double Input(ReduceOp op, int rank, size_t i) {
   switch (op) {
@@ -51,23 +39,23 @@ void Expected(DataType t, ReduceOp op, int n, size_t i, void* out, size_t at = S
       case ReduceOp::kMax: acc = std::max(acc, v); break;
     }
   }
-  if (op != ReduceOp::kAvg || n == 1) return StoreAs(t, out, at, acc);
+  if (op != ReduceOp::kAvg || n == 1) return StoreValue(t, out, at, acc);
   switch (t) {
-    case DataType::kF32: return StoreAs(t, out, at, static_cast<float>(acc) / static_cast<float>(n));
-    case DataType::kF64: return StoreAs(t, out, at, acc / n);
+    case DataType::kF32: return StoreValue(t, out, at, static_cast<float>(acc) / static_cast<float>(n));
+    case DataType::kF64: return StoreValue(t, out, at, acc / n);
     case DataType::kF16:
       static_cast<uint16_t*>(out)[at] = FloatToHalf(static_cast<float>(acc) / static_cast<float>(n));
       return;
     case DataType::kBF16:
       static_cast<uint16_t*>(out)[at] = FloatToBf16(static_cast<float>(acc) / static_cast<float>(n));
       return;
-    default: return StoreAs(t, out, at, std::trunc(acc / n));
+    default: return StoreValue(t, out, at, std::trunc(acc / n));
   }
 }
 
 std::vector<char> Inputs(DataType t, ReduceOp op, int rank, size_t count, size_t offset = 0) {
   std::vector<char> v(count * SizeOf(t));
-  for (size_t i = 0; i < count; ++i) StoreAs(t, v.data(), i, Input(op, rank, i + offset));
+  for (size_t i = 0; i < count; ++i) StoreValue(t, v.data(), i, Input(op, rank, i + offset));
   return v;
 }
 

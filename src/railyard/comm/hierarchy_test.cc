@@ -58,13 +58,7 @@ TEST(Hierarchy, AllreduceMatchesTheReferenceForEveryTypeAndOp) {
             std::vector<double> want(count);
             std::vector<char> in(count * SizeOf(t)), out(count * SizeOf(t)), ref(count * SizeOf(t));
             auto put = [&](std::vector<char>& v, size_t i, double x) {
-              switch (t) {
-                case DataType::kF32: reinterpret_cast<float*>(v.data())[i] = static_cast<float>(x); break;
-                case DataType::kF64: reinterpret_cast<double*>(v.data())[i] = x; break;
-                case DataType::kBF16: reinterpret_cast<uint16_t*>(v.data())[i] = FloatToBf16(static_cast<float>(x)); break;
-                case DataType::kI32: reinterpret_cast<int32_t*>(v.data())[i] = static_cast<int32_t>(x); break;
-                default: reinterpret_cast<uint8_t*>(v.data())[i] = static_cast<uint8_t>(x); break;
-              }
+              StoreValue(t, v.data(), i, x);
             };
             for (size_t i = 0; i < count; ++i) {
               put(in, i, 1 + (c.rank() + i) % 4);

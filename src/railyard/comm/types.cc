@@ -177,6 +177,18 @@ uint16_t FloatToBf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
+void StoreValue(DataType t, void* base, size_t i, double v) {
+  switch (t) {
+    case DataType::kF32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
+    case DataType::kF64: static_cast<double*>(base)[i] = v; break;
+    case DataType::kF16: static_cast<uint16_t*>(base)[i] = FloatToHalf(static_cast<float>(v)); break;
+    case DataType::kBF16: static_cast<uint16_t*>(base)[i] = FloatToBf16(static_cast<float>(v)); break;
+    case DataType::kI32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
+    case DataType::kI64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
+    case DataType::kU8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v); break;
+  }
+}
+
 void Reduce(DataType type, ReduceOp op, void* out, const void* a, const void* b, size_t n) {
   switch (type) {
     case DataType::kF32: return ReduceNative<float>(op, out, a, b, n);

@@ -34,6 +34,10 @@ void Reduce(DataType type, ReduceOp op, void* out, const void* a, const void* b,
 // For avg: divides count elements by `ranks` in place. No-op for other operations.
 void FinishAverage(DataType type, ReduceOp op, void* data, size_t count, int ranks);
 
+// Writes `value` (rounded as the type requires) as element i of an array of `type`; for
+// test data and the benchmark's known inputs.
+void StoreValue(DataType type, void* base, size_t i, double value);
+
 // Conversions used by the half types (exposed for tests and the benchmark's data).
 float HalfToFloat(uint16_t h);
 uint16_t FloatToHalf(float f);
