@@ -75,6 +75,7 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
     storage::CkptBenchOptions o;
     std::string size = "1GiB";
     std::string timeout = "10m";
+    std::string snapshot = "protect";
     bool json = false;
   };
   auto cf = std::make_shared<CkptFlags>();
@@ -85,11 +86,21 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
   ck->add_option("--dir", cf->o.dir, "a new or empty directory (removed afterwards)")->required();
   ck->add_option("--steps", cf->o.steps, "successive checkpoints")->capture_default_str();
   ck->add_flag("--async", cf->o.async_save, "save_async: report the training-thread stall");
+  ck->add_option("--snapshot", cf->snapshot,
+                 "with --async, how the state is captured: protect (write-protect the pages, "
+                 "copy in the background; falls back to copy where unsupported) or copy "
+                 "(memcpy on the training thread)")
+      ->check(CLI::IsMember({"protect", "copy"}))
+      ->capture_default_str();
+  ck->add_flag("--touch", cf->o.touch,
+               "with --async, rewrite the whole state right after each save (an optimizer "
+               "step) and count its slow-down as stall");
   ck->add_flag("--direct", cf->o.direct_io, "O_DIRECT with aligned buffers");
   ck->add_option("--timeout", cf->timeout, "give up (and name the rank) after this")
       ->capture_default_str();
   ck->add_flag("--json", cf->json,
-               "one object: write_gbps, read_gbps, save_ms, stall_ms, bytes, ranks, steps");
+               "one object: write_gbps, read_gbps, save_ms, stall_ms, bytes, ranks, steps "
+               "(and snapshot, touch_ms, touch_base_ms where they apply)");
   ck->footer("Example:\n  railyard bench ckpt --ranks 2 --size 4GiB --dir /tmp/ckb --async --json\n");
   ck->callback([cf, action] {
     *action = [cf]() -> Outcome {
@@ -99,6 +110,10 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
       if (!timeout.ok()) return timeout.status().WithContext("--timeout");
       cf->o.total_bytes = *size;
       cf->o.timeout = *timeout;
+      cf->o.write_protect = cf->snapshot == "protect";
+      if (cf->o.touch && !cf->o.async_save) {
+        return InvalidArgument("--touch needs --async (it measures what a pending save costs)");
+      }
       auto r = storage::RunCkptBench(cf->o);
       if (!r.ok()) return r.status();
       if (cf->json) {
@@ -106,11 +121,16 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
         return Status::Ok();
       }
       fmt::print("{} ranks, {} per checkpoint, {} steps{}{}\n", r->ranks,
-                 base::FormatBytes(r->bytes), r->steps, cf->o.async_save ? ", async" : "",
+                 base::FormatBytes(r->bytes), r->steps,
+                 cf->o.async_save ? fmt::format(", async ({})", r->snapshot) : "",
                  cf->o.direct_io ? ", O_DIRECT" : "");
       fmt::print("  write {:>8.3f} GB/s   save {:>9.1f} ms (median)\n", r->write_gbps, r->save_ms);
       fmt::print("  read  {:>8.3f} GB/s   stall {:>8.1f} ms (median, training thread)\n",
                  r->read_gbps, r->stall_ms);
+      if (cf->o.touch) {
+        fmt::print("  state rewrite after a save {:.1f} ms, without one {:.1f} ms (median)\n",
+                   r->touch_ms, r->touch_base_ms);
+      }
       for (const auto& n : r->notes) fmt::print("  note: {}\n", n);
       return Status::Ok();
     };

@@ -68,8 +68,16 @@ void AsyncSaver::Loop() {
     if (!job_.has_value()) return;
     Job& job = *job_;
     lock.unlock();
-    Status st = writer_->Save(job.step, job.views, job.metadata);
+    Status st;
+    size_t faulted = 0;
+    if (job.snapshot) {
+      st = job.snapshot->Finish(copy_pool_.get());
+      faulted = job.snapshot->stats().faulted_chunks;
+      job.snapshot.reset();  // the training thread's memory is its own again
+    }
+    if (st.ok()) st = writer_->Save(job.step, job.views, job.metadata);
     lock.lock();
+    stats_.last_faulted_chunks = faulted;
     stats_.last_save = writer_->last_stats();
     if (!st.ok() && bg_error_.ok()) {
       bg_error_ = st.WithContext(fmt::format("background save of step {}", job.step));
@@ -126,6 +134,44 @@ Status AsyncSaver::SaveAsync(int64_t step, std::span<const TensorView> pieces,
   }
   RY_RETURN_IF_ERROR(staging_.Resize(total));
   const auto copy_start = base::Clock::now();
+  RY_RETURN_IF_ERROR(Stage(pieces, at, &job));
+  const double copied = base::SecondsSince(copy_start);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job_ = std::move(job);
+    stats_.last_step = step;
+    stats_.last_wait_seconds = waited;
+    stats_.last_copy_seconds = copied;
+    stats_.last_stall_seconds = base::SecondsSince(start);
+    stats_.staging_capacity = staging_.capacity();
+    stats_.last_copied_bytes = total;
+    stats_.last_write_protected = job_->snapshot != nullptr;
+  }
+  cv_.notify_all();
+  return Status::Ok();
+}
+
+Status AsyncSaver::Stage(std::span<const TensorView> pieces, std::span<const uint64_t> at,
+                         Job* job) {
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (!pieces[i].immutable) job->views[i].data = staging_.data() + at[i];
+  }
+  if (options_.snapshot == SnapshotMode::kWriteProtect) {
+    std::vector<SnapshotSegment> segments;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      if (pieces[i].immutable) continue;
+      segments.push_back({pieces[i].data, staging_.data() + at[i], pieces[i].byte_size()});
+    }
+    auto snapshot = PageSnapshot::Begin(segments);
+    if (snapshot.ok()) {
+      job->snapshot = std::move(*snapshot);
+      return Status::Ok();
+    }
+    if (!std::exchange(warned_no_snapshot_, true)) {
+      kLog.Warn("async save of step {}: copying instead of write-protecting: {}", job->step,
+                snapshot.status().message());
+    }
+  }
   std::vector<TaskPool::Task> tasks;
   for (size_t i = 0; i < pieces.size(); ++i) {
     if (pieces[i].immutable) continue;
@@ -139,22 +185,8 @@ Status AsyncSaver::SaveAsync(int64_t step, std::span<const TensorView> pieces,
         return Status::Ok();
       });
     }
-    job.views[i].data = dst;
   }
-  RY_RETURN_IF_ERROR(copy_pool_->RunAll(std::move(tasks)));
-  const double copied = base::SecondsSince(copy_start);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    job_ = std::move(job);
-    stats_.last_step = step;
-    stats_.last_wait_seconds = waited;
-    stats_.last_copy_seconds = copied;
-    stats_.last_stall_seconds = base::SecondsSince(start);
-    stats_.staging_capacity = staging_.capacity();
-    stats_.last_copied_bytes = total;
-  }
-  cv_.notify_all();
-  return Status::Ok();
+  return copy_pool_->RunAll(std::move(tasks));
 }
 
 }  // namespace railyard::storage

@@ -18,6 +18,14 @@
 //   }
 //   RY_RETURN_IF_ERROR(saver->Wait());
 //
+// With `snapshot = SnapshotMode::kWriteProtect` the copy leaves the training thread too:
+// SaveAsync write-protects the pieces' pages (PageSnapshot, userfaultfd) and returns in well
+// under a millisecond; the background thread copies them into staging, and a training-thread
+// write to a page not yet copied waits for that 2 MiB chunk to be copied first. The caller may
+// then change the views' memory at once but must keep it mapped until the save finishes.
+// Where the kernel or the memory does not allow it, the save copies as in kCopy and says so
+// in stats (last_write_protected) and once in the log.
+//
 // With several ranks every rank has its own AsyncSaver (and writer); the background threads
 // run the commit agreement among themselves.
 //
@@ -38,12 +46,19 @@
 #include "railyard/base/status.h"
 #include "railyard/storage/checkpoint.h"
 #include "railyard/storage/fs.h"
+#include "railyard/storage/page_snapshot.h"
 
 namespace railyard::storage {
 
 class TaskPool;
 
+enum class SnapshotMode {
+  kCopy,          // SaveAsync copies the pieces into staging
+  kWriteProtect,  // SaveAsync write-protects them; the background copies (see above)
+};
+
 struct AsyncSaverOptions {
+  SnapshotMode snapshot = SnapshotMode::kCopy;
   // Upper bound on the staging buffer. A save that needs more (its pieces, each rounded up to
   // 4 KiB) fails at once with RESOURCE_EXHAUSTED.
   uint64_t max_staging_bytes = uint64_t{64} << 30;
@@ -59,7 +74,11 @@ struct AsyncSaverStats {
   int64_t last_step = -1;
   double last_stall_seconds = 0;  // SaveAsync's duration: wait for the previous save + copy
   double last_wait_seconds = 0;   // back-pressure part of the stall
-  double last_copy_seconds = 0;   // copy part of the stall
+  double last_copy_seconds = 0;   // copy (or write-protect) part of the stall
+  bool last_write_protected = false;  // the last save used kWriteProtect (no fallback)
+  // kWriteProtect: 2 MiB chunks of the last finished save that the training thread wrote to
+  // before the background copied them (each such write waited for that chunk's copy).
+  size_t last_faulted_chunks = 0;
   SaveStats last_save;            // the background write of the last finished save
   uint64_t staging_capacity = 0;  // bytes held for staging
   // Staging used by the last SaveAsync: its copied pieces, each rounded up to 4 KiB
@@ -96,8 +115,12 @@ class AsyncSaver {
     int64_t step = 0;
     std::vector<TensorView> views;  // pointing into staging_
     std::map<std::string, std::string> metadata;
+    std::unique_ptr<PageSnapshot> snapshot;  // kWriteProtect: staging filled by Loop
   };
   AsyncSaver(std::unique_ptr<CheckpointWriter> writer, AsyncSaverOptions options);
+  // Fills staging with the non-immutable pieces: write-protected for the background to copy
+  // (into job->snapshot) when asked and possible, else copied now.
+  Status Stage(std::span<const TensorView> pieces, std::span<const uint64_t> at, Job* job);
   void Loop();
   // Blocks until no job is in flight; returns and clears the pending error.
   Status WaitIdle(std::unique_lock<std::mutex>& lock);
@@ -113,6 +136,7 @@ class AsyncSaver {
   bool stop_ = false;
   Status bg_error_;
   AsyncSaverStats stats_;
+  bool warned_no_snapshot_ = false;
   std::thread thread_;
 };
 

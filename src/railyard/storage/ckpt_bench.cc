@@ -33,8 +33,18 @@ double Median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
-// Child side: runs one rank, reporting "save <s> <stall_s>" per step, "written", then after
-// the parent's go byte "read <s>", or "error <message>". Returns the exit code.
+// One pass over the state that rewrites every byte, as an optimizer step does; applied twice it
+// restores the state.
+void RewriteState(std::vector<std::vector<float>>& rows) {
+  for (auto& row : rows) {
+    auto* words = reinterpret_cast<uint32_t*>(row.data());  // float storage, bytes only
+    for (size_t i = 0; i < row.size(); ++i) words[i] ^= 0x00A5A5A5u;
+  }
+}
+
+// Child side: runs one rank, reporting "save <s> <stall_s> <commit_s> <write_protected>
+// <touch_s>" per step, "written", then after the parent's go byte "read <s>", or
+// "error <message>". Returns the exit code.
 int RunRank(const CkptBenchOptions& o, int rank, int report_fd, int go_fd) {
   auto report = [&](const std::string& line) {
     std::string l = line + "\n";
@@ -77,6 +87,7 @@ int RunRank(const CkptBenchOptions& o, int rank, int report_fd, int go_fd) {
   if (o.async_save) {
     // A training program knows its state's size: reserve (and fault in) staging up front.
     AsyncSaverOptions ao;
+    ao.snapshot = o.write_protect ? SnapshotMode::kWriteProtect : SnapshotMode::kCopy;
     for (const TensorView& v : views) {
       ao.reserve_bytes += AlignUp(v.byte_size(), kDirectIoAlignment);
     }
@@ -86,13 +97,32 @@ int RunRank(const CkptBenchOptions& o, int rank, int report_fd, int go_fd) {
   } else {
     sync_writer = std::move(*writer);
   }
+  double touch_base = 0;
+  if (o.touch) {
+    std::vector<double> passes;
+    for (int i = 0; i < 2; ++i) {  // even: the state is unchanged afterwards
+      auto t = Clock::now();
+      RewriteState(rows);
+      passes.push_back(base::SecondsSince(t));
+    }
+    touch_base = *std::min_element(passes.begin(), passes.end());
+    if (!report(fmt::format("touchbase {:.9f}", touch_base))) return 1;
+  }
   for (int step = 1; step <= o.steps; ++step) {
     auto start = Clock::now();
     Status st;
-    double stall = 0;
+    double stall = 0, touch = 0;
+    bool write_protected = false;
     if (saver) {
       st = saver->SaveAsync(step, views);
       stall = base::SecondsSince(start);
+      write_protected = saver->stats().last_write_protected;
+      if (st.ok() && o.touch) {
+        auto t = Clock::now();
+        RewriteState(rows);
+        touch = base::SecondsSince(t);
+        stall += std::max(0.0, touch - touch_base);
+      }
       if (st.ok()) st = saver->Wait();
     } else {
       st = sync_writer->Save(step, views);
@@ -100,11 +130,12 @@ int RunRank(const CkptBenchOptions& o, int rank, int report_fd, int go_fd) {
     }
     if (!st.ok()) return fail(st.WithContext(fmt::format("step {}", step)));
     const SaveStats& s = saver ? saver->stats().last_save : sync_writer->last_stats();
-    if (!report(fmt::format("save {:.9f} {:.9f} {:.9f}", base::SecondsSince(start), stall,
-                            s.commit_seconds))) {
+    if (!report(fmt::format("save {:.9f} {:.9f} {:.9f} {} {:.9f}", base::SecondsSince(start),
+                            stall, s.commit_seconds, write_protected ? 1 : 0, touch))) {
       return 1;
     }
   }
+  if (o.touch && o.steps > 0) RewriteState(rows);  // back to the state of the last save
   if (!report("written")) return 1;
   // The restore's destination exists before the restore, as a model's tensors do: aligned, as
   // pinned or page-aligned tensors are, so O_DIRECT reads land in place (fio's buffers are
@@ -144,7 +175,9 @@ struct RankProc {
   base::UniqueFd report;  // parent reads
   base::UniqueFd go;      // parent writes
   std::string buffer;
-  std::vector<double> save_s, stall_s, commit_s;
+  std::vector<double> save_s, stall_s, commit_s, touch_s;
+  bool all_write_protected = true;
+  double touch_base_s = 0;
   double read_s = 0;
   bool written = false, done = false;
   std::string error;
@@ -257,11 +290,16 @@ Result<CkptBenchResult> RunCkptBench(const CkptBenchOptions& o) {
         std::string word;
         in >> word;
         if (word == "save") {
-          double s = 0, stall = 0, commit = 0;
-          in >> s >> stall >> commit;
+          double s = 0, stall = 0, commit = 0, touch = 0;
+          int write_protected = 0;
+          in >> s >> stall >> commit >> write_protected >> touch;
+          p.all_write_protected = p.all_write_protected && write_protected == 1;
+          p.touch_s.push_back(touch);
           p.save_s.push_back(s);
           p.stall_s.push_back(stall);
           p.commit_s.push_back(commit);
+        } else if (word == "touchbase") {
+          in >> p.touch_base_s;
         } else if (word == "written") {
           p.written = true;
         } else if (word == "read") {
@@ -301,6 +339,21 @@ Result<CkptBenchResult> RunCkptBench(const CkptBenchOptions& o) {
     commit.push_back(worst_commit);
   }
   result.commit_ms = Median(commit) * 1e3;
+  if (o.async_save) {
+    bool protect = true;
+    std::vector<double> touch, base;
+    for (const auto& p : procs) {
+      protect = protect && p.all_write_protected;
+      for (double t : p.touch_s) touch.push_back(t);
+      base.push_back(p.touch_base_s);
+    }
+    result.touch_base_ms = Median(base) * 1e3;
+    result.snapshot = protect ? "protect" : "copy";
+    if (o.write_protect && !protect) {
+      result.notes.push_back("write-protection unavailable, saves copied (see the log)");
+    }
+    if (o.touch) result.touch_ms = Median(touch) * 1e3;
+  }
   double read = 0;
   for (const auto& p : procs) read = std::max(read, p.read_s);
   const int64_t elems = static_cast<int64_t>(o.total_bytes / 4 / o.ranks / o.tensors);
@@ -316,10 +369,16 @@ Result<CkptBenchResult> RunCkptBench(const CkptBenchOptions& o) {
 }
 
 nlohmann::json ToJson(const CkptBenchResult& r) {
-  return {{"write_gbps", r.write_gbps}, {"read_gbps", r.read_gbps}, {"save_ms", r.save_ms},
+  nlohmann::json j = {{"write_gbps", r.write_gbps}, {"read_gbps", r.read_gbps}, {"save_ms", r.save_ms},
           {"stall_ms", r.stall_ms},     {"bytes", r.bytes},         {"ranks", r.ranks},
           {"steps", r.steps},           {"commit_ms", r.commit_ms},
           {"notes", r.notes}};
+  if (!r.snapshot.empty()) j["snapshot"] = r.snapshot;
+  if (r.touch_ms > 0) {
+    j["touch_ms"] = r.touch_ms;
+    j["touch_base_ms"] = r.touch_base_ms;
+  }
+  return j;
 }
 
 }  // namespace railyard::storage

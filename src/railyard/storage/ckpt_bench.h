@@ -35,6 +35,12 @@ struct CkptBenchOptions {
   std::string dir;          // a directory to create; must not exist or be empty
   int steps = 3;
   bool async_save = false;
+  // With async_save: how SaveAsync captures the state (AsyncSaverOptions::snapshot).
+  bool write_protect = true;
+  // With async_save: right after each SaveAsync the rank rewrites its whole state (an
+  // optimizer step), and what that pass takes beyond the same pass without a save in flight
+  // counts as stall too: the cost of write-protection faults, which a plain stall hides.
+  bool touch = false;
   bool direct_io = false;
   int tensors = 8;
   base::Duration timeout = std::chrono::minutes(10);  // for the whole run
@@ -48,6 +54,11 @@ struct CkptBenchResult {
   // Median of the slowest rank's commit part of a save (agreement, manifest, rename,
   // `latest`): what remains of save_ms after the shard writes.
   double commit_ms = 0;
+  // Async only: "protect" when every rank's every save was write-protected, else "copy".
+  std::string snapshot;
+  // With touch: median state-rewrite pass right after SaveAsync, and with no save in flight.
+  double touch_ms = 0;
+  double touch_base_ms = 0;
   uint64_t bytes = 0;  // per checkpoint
   int ranks = 0;
   int steps = 0;
@@ -59,7 +70,7 @@ struct CkptBenchResult {
 Result<CkptBenchResult> RunCkptBench(const CkptBenchOptions& options);
 
 // {"write_gbps", "read_gbps", "save_ms", "stall_ms", "bytes", "ranks", "steps", "commit_ms",
-//  "notes"}.
+//  "notes"}, plus "snapshot" for async runs and "touch_ms", "touch_base_ms" with touch.
 nlohmann::json ToJson(const CkptBenchResult& result);
 
 }  // namespace railyard::storage
