@@ -39,6 +39,57 @@ Fs* FsOf(const ReaderOptions& options) {
   return options.fs != nullptr ? options.fs : DefaultFs();
 }
 
+// Reads [offset, offset + n) of `file` front to back through `scratch` (aligned, so O_DIRECT
+// reads need no bounce copy) in chunks of `chunk` bytes, feeding each to `stream`.
+Status HashFileRange(const ReadableFile& file, uint64_t offset, uint64_t n, uint64_t chunk,
+                     AlignedBuffer& scratch, base::Xxh3Stream& stream) {
+  if (n == 0) return Status::Ok();
+  RY_RETURN_IF_ERROR(scratch.Resize(std::min(chunk, n)));
+  for (uint64_t done = 0; done < n; done += chunk) {
+    const uint64_t len = std::min(chunk, n - done);
+    RY_RETURN_IF_ERROR(file.PRead(offset + done, scratch.data(), len));
+    stream.Update(scratch.data(), len);
+  }
+  return Status::Ok();
+}
+
+// Feeds extents of a buffer that are read in parallel, and so finish in any order, to a hash
+// stream in buffer order as soon as each and all before it are in. Hashing then overlaps with
+// the reads still in flight instead of following the last one, and an extent is mostly
+// hashed right after its copy, while it is still in the CPU cache.
+class InOrderHasher {
+ public:
+  InOrderHasher(base::Xxh3Stream& stream, const uint8_t* data, uint64_t n, uint64_t extent)
+      : stream_(stream), data_(data), n_(n), extent_(extent), done_((n + extent - 1) / extent) {}
+
+  // Called by the worker that finished extent k. Hashes the run of finished extents at the
+  // front, unless another worker is at it already (that one then picks k up too).
+  void Done(size_t k) {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_[k] = true;
+    if (hashing_) return;
+    hashing_ = true;
+    while (next_ < done_.size() && done_[next_]) {
+      const uint64_t at = next_ * extent_;
+      lock.unlock();  // the stream is ours alone while hashing_ is set
+      stream_.Update(data_ + at, std::min(extent_, n_ - at));
+      lock.lock();
+      ++next_;
+    }
+    hashing_ = false;
+  }
+
+ private:
+  base::Xxh3Stream& stream_;
+  const uint8_t* data_;
+  const uint64_t n_;
+  const uint64_t extent_;
+  std::mutex mu_;
+  std::vector<bool> done_;
+  size_t next_ = 0;
+  bool hashing_ = false;
+};
+
 Status MissingDir(Fs& fs, const std::string& dir) {
   if (!fs.Exists(dir)) return NotFound("checkpoint directory '{}' does not exist", dir);
   return Status::Ok();
@@ -171,14 +222,10 @@ Result<const ReadableFile*> CheckpointReader::File(const std::string& name) cons
 Status CheckpointReader::VerifyPiece(size_t index) const {
   const PieceInfo& p = manifest_.pieces[index];
   RY_ASSIGN_OR_RETURN(const ReadableFile* file, File(p.file));
-  const uint64_t chunk = std::min<uint64_t>(options_.extent_bytes, p.length);
-  auto buf = std::make_unique_for_overwrite<uint8_t[]>(chunk);
   base::Xxh3Stream stream;
-  for (uint64_t done = 0; done < p.length; done += chunk) {
-    uint64_t n = std::min(chunk, p.length - done);
-    RY_RETURN_IF_ERROR(file->PRead(p.byte_offset + done, buf.get(), n));
-    stream.Update(buf.get(), n);
-  }
+  AlignedBuffer scratch;
+  RY_RETURN_IF_ERROR(
+      HashFileRange(*file, p.byte_offset, p.length, options_.extent_bytes, scratch, stream));
   uint64_t sum = p.length == 0 ? base::Xxh3(nullptr, 0) : stream.Digest();
   if (sum != p.xxh3) {
     return DataLoss("{}: checksum {} does not match the manifest's {}", PieceWhere(index),
@@ -231,17 +278,44 @@ Status CheckpointReader::VerifyAll(std::vector<std::string>* warnings,
 }
 
 Status CheckpointReader::ReadRange(const ReadableFile& file, uint64_t offset, uint64_t n,
-                                   uint8_t* out) const {
+                                   uint8_t* out, base::Xxh3Stream* stream) const {
   const uint64_t extent = options_.extent_bytes;
-  if (n <= extent) return file.PRead(offset, out, n);
+  if (n <= extent) {
+    RY_RETURN_IF_ERROR(file.PRead(offset, out, n));
+    if (stream != nullptr) stream->Update(out, n);
+    return Status::Ok();
+  }
+  std::optional<InOrderHasher> hasher;
+  if (stream != nullptr) hasher.emplace(*stream, out, n, extent);
   std::vector<TaskPool::Task> tasks;
   for (uint64_t done = 0; done < n; done += extent) {
     uint64_t len = std::min(extent, n - done);
-    tasks.push_back([&file, offset, done, len, out](int) {
-      return file.PRead(offset + done, out + done, len);
+    tasks.push_back([&file, &hasher, offset, done, len, extent, out](int) {
+      RY_RETURN_IF_ERROR(file.PRead(offset + done, out + done, len));
+      if (hasher) hasher->Done(done / extent);
+      return Status::Ok();
     });
   }
   return pool_->RunAll(std::move(tasks));
+}
+
+Status CheckpointReader::ReadFirstTouch(size_t index, const ReadableFile& file, uint64_t lo,
+                                        uint64_t hi, uint8_t* span) const {
+  // The checksum covers the whole piece, so the parts around the span are read and hashed too.
+  const PieceInfo& p = manifest_.pieces[index];
+  const uint64_t chunk = options_.extent_bytes;
+  base::Xxh3Stream stream;
+  AlignedBuffer scratch;
+  RY_RETURN_IF_ERROR(HashFileRange(file, p.byte_offset, lo, chunk, scratch, stream));
+  RY_RETURN_IF_ERROR(ReadRange(file, p.byte_offset + lo, hi - lo, span, &stream));
+  RY_RETURN_IF_ERROR(
+      HashFileRange(file, p.byte_offset + hi, p.length - hi, chunk, scratch, stream));
+  if (stream.Digest() != p.xxh3) {
+    return DataLoss("{}: checksum {} does not match the manifest's {}", PieceWhere(index),
+                    base::ChecksumHex(stream.Digest()), base::ChecksumHex(p.xxh3));
+  }
+  verified_[index].store(true);
+  return Status::Ok();
 }
 
 Status CheckpointReader::ReadIntersection(size_t index, std::span<const int64_t> so,
@@ -287,28 +361,7 @@ Status CheckpointReader::ReadIntersection(size_t index, std::span<const int64_t>
   if (verified_[index].load()) {
     RY_RETURN_IF_ERROR(ReadRange(*file, p.byte_offset + lo, hi - lo, span));
   } else {
-    // First touch: the checksum covers the whole piece, so stream the parts around the span.
-    base::Xxh3Stream stream;
-    const uint64_t chunk = std::min<uint64_t>(options_.extent_bytes, p.length);
-    AlignedBuffer buf;  // aligned, so O_DIRECT reads need no bounce copy
-    auto hash_range = [&](uint64_t from, uint64_t to) -> Status {
-      if (from < to) RY_RETURN_IF_ERROR(buf.Resize(chunk));
-      for (uint64_t at = from; at < to; at += chunk) {
-        uint64_t len = std::min(chunk, to - at);
-        RY_RETURN_IF_ERROR(file->PRead(p.byte_offset + at, buf.data(), len));
-        stream.Update(buf.data(), len);
-      }
-      return Status::Ok();
-    };
-    RY_RETURN_IF_ERROR(hash_range(0, lo));
-    RY_RETURN_IF_ERROR(ReadRange(*file, p.byte_offset + lo, hi - lo, span));
-    stream.Update(span, hi - lo);
-    RY_RETURN_IF_ERROR(hash_range(hi, p.length));
-    if (stream.Digest() != p.xxh3) {
-      return DataLoss("{}: checksum {} does not match the manifest's {}", PieceWhere(index),
-                      base::ChecksumHex(stream.Digest()), base::ChecksumHex(p.xxh3));
-    }
-    verified_[index].store(true);
+    RY_RETURN_IF_ERROR(ReadFirstTouch(index, *file, lo, hi, span));
   }
   if (single_run) return Status::Ok();
   std::vector<int64_t> idx = io;

@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "railyard/base/checksum.h"
 #include "railyard/base/status.h"
 #include "railyard/storage/fs.h"
 #include "railyard/storage/manifest.h"
@@ -96,7 +97,14 @@ class CheckpointReader {
   Status VerifyPiece(size_t index) const;
   Status ReadIntersection(size_t piece, std::span<const int64_t> offsets,
                           std::span<const int64_t> sizes, uint8_t* out) const;
-  Status ReadRange(const ReadableFile& file, uint64_t offset, uint64_t n, uint8_t* out) const;
+  // First read of piece `index`: reads its bytes [lo, hi) into `span`, hashes the whole piece
+  // and marks it verified. DATA_LOSS naming the file and extent on a checksum mismatch.
+  Status ReadFirstTouch(size_t index, const ReadableFile& file, uint64_t lo, uint64_t hi,
+                        uint8_t* span) const;
+  // Reads [offset, offset + n) of `file` into `out` as extents in parallel; with `stream`,
+  // also hashes the bytes in order, each extent as soon as it and those before it are in.
+  Status ReadRange(const ReadableFile& file, uint64_t offset, uint64_t n, uint8_t* out,
+                   base::Xxh3Stream* stream = nullptr) const;
   std::string PieceWhere(size_t index) const;
 
   Fs* fs_ = nullptr;

@@ -351,6 +351,44 @@ TEST_F(CheckpointTest, CorruptShardIsNamedAndLoadFallsBack) {
   EXPECT_EQ((*quick)[1].state, StepState::kCommitted);  // a flipped byte needs verification
 }
 
+// A first read hashes a piece's extents as they arrive, whatever order the pool finishes them
+// in: a clean piece of many extents reads back whole, and a byte flipped in any extent, inside
+// the slice or around it, fails the read naming the file and extent.
+TEST_F(CheckpointTest, FirstReadOfManyExtentsChecksEveryByte) {
+  const int64_t rows = 512, cols = 512;  // 1 MiB: 16 extents of 64 KiB
+  std::vector<float> w = Values(rows * cols, 3);
+  ASSERT_TRUE(SaveSingle(1, w, rows, cols, Options()).ok());
+  ReaderOptions lazy;
+  lazy.verify_on_open = false;
+  lazy.io_threads = 3;
+  lazy.extent_bytes = 64 * 1024;
+  for (bool direct : {false, true}) {
+    lazy.direct_io = direct;
+    auto reader = CheckpointReader::Open(dir_, 1, lazy);
+    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+    EXPECT_EQ(AsFloats(*(*reader)->ReadTensor("w")), w) << "direct " << direct;
+  }
+  const std::string shard = StepFile(1, "rank-00000.bin");
+  const uint64_t piece_bytes = rows * cols * 4;
+  for (uint64_t at : {uint64_t{100}, piece_bytes / 2 + 7, piece_bytes - 1}) {
+    FlipByte(shard, at);
+    for (bool direct : {false, true}) {
+      lazy.direct_io = direct;
+      auto reader = CheckpointReader::Open(dir_, 1, lazy);
+      ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+      // Rows [200, 300): the flipped byte is before, inside or after the slice.
+      std::vector<float> out(100 * cols);
+      std::vector<int64_t> off{200, 0}, size{100, cols};
+      Status st = (*reader)->ReadSlice("w", off, size, out.data(), out.size() * 4);
+      EXPECT_EQ(st.code(), StatusCode::kDataLoss) << "byte " << at << " direct " << direct;
+      EXPECT_NE(st.message().find(fmt::format("rank-00000.bin' bytes [0, {})", piece_bytes)),
+                std::string::npos)
+          << st.ToString();
+    }
+    FlipByte(shard, at);  // flipped back
+  }
+}
+
 TEST_F(CheckpointTest, MissingOrTruncatedShardFallsBack) {
   std::vector<float> w = Values(32 * 32, 1);
   ASSERT_TRUE(SaveSingle(1, w, 32, 32, Options()).ok());
