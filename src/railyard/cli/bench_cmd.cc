@@ -76,6 +76,7 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
     std::string size = "1GiB";
     std::string timeout = "10m";
     std::string snapshot = "protect";
+    std::string read_settle = "0s";
     bool json = false;
   };
   auto cf = std::make_shared<CkptFlags>();
@@ -96,6 +97,11 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
                "with --async, rewrite the whole state right after each save (an optimizer "
                "step) and count its slow-down as stall");
   ck->add_flag("--direct", cf->o.direct_io, "O_DIRECT with aligned buffers");
+  ck->add_option("--read-settle", cf->read_settle,
+                 "wait this long between dropping the page cache and reading (VMs give freed "
+                 "memory back to the host after a few seconds; compare_storage.sh uses the "
+                 "same wait for fio)")
+      ->capture_default_str();
   ck->add_option("--timeout", cf->timeout, "give up (and name the rank) after this")
       ->capture_default_str();
   ck->add_flag("--json", cf->json,
@@ -111,6 +117,9 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
       cf->o.total_bytes = *size;
       cf->o.timeout = *timeout;
       cf->o.write_protect = cf->snapshot == "protect";
+      auto settle = base::ParseDuration(cf->read_settle);
+      if (!settle.ok()) return settle.status().WithContext("--read-settle");
+      cf->o.read_settle = *settle;
       if (cf->o.touch && !cf->o.async_save) {
         return InvalidArgument("--touch needs --async (it measures what a pending save costs)");
       }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -256,6 +257,12 @@ Result<CkptBenchResult> RunCkptBench(const CkptBenchOptions& o) {
         result.notes.push_back("page cache dropped before the read phase");
       } else {
         result.notes.push_back("page cache not dropped (needs root): reads may come from memory");
+      }
+      if (o.read_settle.count() > 0) {
+        // A measurement condition, not synchronisation: see CkptBenchOptions::read_settle.
+        std::this_thread::sleep_for(o.read_settle);
+        result.notes.push_back(fmt::format("reads started {} ms after the drop",
+                                           std::chrono::duration_cast<std::chrono::milliseconds>(o.read_settle).count()));
       }
       for (auto& p : procs) {
         char go = 1;

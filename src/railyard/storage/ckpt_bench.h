@@ -43,6 +43,11 @@ struct CkptBenchOptions {
   bool touch = false;
   bool direct_io = false;
   int tensors = 8;
+  // Pause between dropping the page cache and the read phase. In a VM that hands freed memory
+  // back to the host after a few seconds, a read into memory freed a moment ago runs faster
+  // than one into memory given back; a comparison (bench/compare_storage.sh) waits the same
+  // on both sides so that both read into memory in the same state.
+  base::Duration read_settle{0};
   base::Duration timeout = std::chrono::minutes(10);  // for the whole run
 };
 
