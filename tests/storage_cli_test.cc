@@ -87,6 +87,13 @@ TEST(StorageCliBadInputTest, OneClearLine) {
   CliResult size = RunRailyard({"bench", "ckpt", "--dir", empty + "/b", "--size", "lots"});
   EXPECT_EQ(size.exit_code, 2);
   EXPECT_NE(size.err.find("--size"), std::string::npos) << size.err;
+  CliResult touch = RunRailyard({"bench", "ckpt", "--dir", empty + "/b", "--touch"});
+  EXPECT_NE(touch.exit_code, 0);
+  EXPECT_NE(touch.err.find("--touch needs --async"), std::string::npos) << touch.err;
+  CliResult snap = RunRailyard({"bench", "ckpt", "--dir", empty + "/b", "--async",
+                                "--snapshot", "fork"});
+  EXPECT_EQ(snap.exit_code, 2);
+  EXPECT_NE(snap.err.find("--snapshot"), std::string::npos) << snap.err;
   CliResult pack = RunRailyard({"data", "pack", "--out", empty + "/d"});
   EXPECT_EQ(pack.exit_code, 2);
   EXPECT_NE(pack.err.find("--from"), std::string::npos) << pack.err;
@@ -96,15 +103,17 @@ TEST(StorageCliBadInputTest, OneClearLine) {
 TEST(StorageCliBenchTest, SmallCheckpointBenchReportsEveryKey) {
   std::string dir = MakeTempDir("ckbench");
   CliResult r = RunRailyard({"bench", "ckpt", "--ranks", "2", "--size", "4MiB", "--steps", "2",
-                             "--dir", dir + "/b", "--async", "--json"});
+                             "--dir", dir + "/b", "--async", "--touch", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   for (const char* k : {"write_gbps", "read_gbps", "save_ms", "stall_ms", "bytes", "ranks",
-                        "steps"}) {
+                        "steps", "snapshot", "touch_ms", "touch_base_ms"}) {
     EXPECT_TRUE(j.contains(k)) << k;
   }
   EXPECT_EQ(j["ranks"], 2);
   EXPECT_EQ(j["bytes"], 4 << 20);
+  // Write-protection where the kernel allows it, else the copy; either way named.
+  EXPECT_TRUE(j["snapshot"] == "protect" || j["snapshot"] == "copy") << j.dump();
   EXPECT_FALSE(std::filesystem::exists(dir + "/b/step-00000002"));  // cleaned up
   std::filesystem::remove_all(dir);
 }
