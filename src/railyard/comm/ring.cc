@@ -33,15 +33,29 @@ Status RingAllreduce(OpContext& c, const char* send, char* recv, size_t count, D
   Blocks b(count, n, es);
   const long p = c.MyPosition();
   const int next = c.RingRank(p + 1), prev = c.RingRank(p - 1);
-  char* scratch[2] = {c.Scratch(0, b.max_bytes), c.Scratch(1, b.max_bytes)};
+  char* scratch[2] = {nullptr, nullptr};
   auto pieces = [&](int block) { return Pieces(b.bytes[block], c.piece_bytes, es); };
 
   std::vector<net::Request> sends;
   std::vector<std::vector<net::Request>> rs_recv(n - 1), ag_recv(n - 1);
+  // Where the transport can hand over bytes in place (shm), a reduce-scatter piece is reduced
+  // into the output as it arrives, straight from the ring: one pass over memory fewer than
+  // receiving into scratch and reducing from there. Safe to run early: the output block of
+  // step s is read (sent on) only after step s, and written by the allgather only after the
+  // whole ring has passed it.
+  const bool in_place = c.transport->SupportsConsume();
+  if (!in_place) scratch[0] = c.Scratch(0, b.max_bytes), scratch[1] = c.Scratch(1, b.max_bytes);
   auto post_rs_recv = [&](int s) -> Status {
     int blk = c.RingRank(p - s - 2);
     for (auto [lo, hi] : pieces(blk)) {
-      RY_ASSIGN_OR_RETURN(auto r, c.Recv(prev, kReduceScatter, scratch[s % 2] + lo, hi - lo));
+      net::Request r;
+      if (in_place) {
+        const size_t at = b.offset[blk] + lo;
+        RY_ASSIGN_OR_RETURN(r, c.RecvReduce(prev, kReduceScatter, recv + at, send + at, hi - lo,
+                                            type, op));
+      } else {
+        RY_ASSIGN_OR_RETURN(r, c.Recv(prev, kReduceScatter, scratch[s % 2] + lo, hi - lo));
+      }
       rs_recv[s].push_back(r);
     }
     return Status::Ok();
@@ -69,7 +83,9 @@ Status RingAllreduce(OpContext& c, const char* send, char* recv, size_t count, D
       auto [lo, hi] = ps[i];
       RY_RETURN_IF_ERROR(c.Wait(rs_recv[s][i]));
       char* out = recv + b.offset[blk] + lo;
-      Reduce(type, op, out, send + b.offset[blk] + lo, scratch[s % 2] + lo, (hi - lo) / es);
+      if (!in_place) {
+        Reduce(type, op, out, send + b.offset[blk] + lo, scratch[s % 2] + lo, (hi - lo) / es);
+      }
       // Forward: the next reduce-scatter step, or after the last one (my block is final)
       // the first allgather step.
       int phase = s + 1 < n - 1 ? kReduceScatter : kAllgather;

@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -117,6 +118,23 @@ class Transport {
 
   // Bytes received by a completed receive (valid until the next WaitAll).
   virtual size_t ReceivedBytes(Request request) const = 0;
+
+  // A receive that hands the bytes to `consume` as they arrive instead of copying them into
+  // a buffer, so that a reduction reads them once, straight from the transport's memory (the
+  // shm ring) while they are in cache, rather than from a scratch copy. `consume(offset,
+  // data, n)` is called on this thread from inside WaitAll/Probe, at increasing offsets, with
+  // whole multiples of `granule` bytes (an element; a unit split by the end of the transport's
+  // buffer is joined first) except for a trailing part of a message whose length is not a
+  // multiple. Matching, DATA_LOSS for a longer message and ReceivedBytes are as for PostRecv.
+  // Only backends where SupportsConsume() is true implement it; the others return
+  // UNIMPLEMENTED.
+  using Consumer = std::function<void(size_t offset, const char* data, size_t n)>;
+  virtual bool SupportsConsume() const { return false; }
+  virtual Result<Request> PostRecvConsume(int peer, Tag tag, size_t len, size_t granule,
+                                          Consumer consume) {
+    (void)peer, (void)tag, (void)len, (void)granule, (void)consume;
+    return Unimplemented("{} transport: consuming receives are not supported", name());
+  }
 
   // Asks `ranks` whether they are alive and what they do. Answers come from peers that are
   // inside a WaitAll (or Probe) themselves. Never fails: unreachable peers are reported.

@@ -42,6 +42,18 @@ struct OpContext {
   Result<net::Request> Recv(int peer, int phase, void* data, size_t len) {
     return transport->PostRecv(peer, tag_base | static_cast<net::Tag>(phase), data, len);
   }
+  // A receive whose bytes are reduced as they arrive: out[i] = op(mine[i], received[i]) for
+  // the `len` bytes at out/mine, `granule` = the element size. Only where the transport
+  // SupportsConsume() (shm: reduced straight from the ring, no scratch copy).
+  Result<net::Request> RecvReduce(int peer, int phase, char* out, const char* mine, size_t len,
+                                  DataType type, ReduceOp op) {
+    const size_t es = SizeOf(type);
+    return transport->PostRecvConsume(
+        peer, tag_base | static_cast<net::Tag>(phase), len, es,
+        [out, mine, es, type, op](size_t at, const char* data, size_t n) {
+          Reduce(type, op, out + at, mine + at, data, n / es);
+        });
+  }
   Status Wait(net::Request r) { return transport->WaitAll({&r, 1}, deadline); }
   Status WaitAll(std::vector<net::Request>& reqs) {
     Status st = transport->WaitAll(reqs, deadline);

@@ -208,6 +208,9 @@ class RingReader {
   bool ReadRecord(void* record, size_t n);
   // Copies (or skips, when dst is null) up to `n` bytes of the snapshot; returns how many.
   size_t Read(char* dst, size_t n);
+  // As Read, but hands each contiguous run to `fn(data, len)` in place instead of copying.
+  template <typename Fn>
+  size_t ReadInPlace(size_t n, Fn&& fn);
   void Publish();
 
  private:
@@ -236,5 +239,19 @@ class ProcessWatch {
   int pid_ = 0;
   base::UniqueFd pidfd_;
 };
+
+template <typename Fn>
+size_t RingReader::ReadInPlace(size_t n, Fn&& fn) {
+  size_t done = 0;
+  while (done < n && tail_ < limit_) {
+    const uint64_t off = tail_ % bytes_;
+    const size_t k = std::min<uint64_t>({n - done, limit_ - tail_, bytes_ - off, kRingChunk});
+    fn(static_cast<const char*>(data_ + off), k);
+    tail_ += k;
+    done += k;
+    if (tail_ - published_ >= kRingChunk) Publish();
+  }
+  return done;
+}
 
 }  // namespace railyard::net::shm

@@ -62,6 +62,13 @@ struct Op {
   bool header_sent = false;
   bool complete = false;
   Status status;
+  // A consuming receive (PostRecvConsume): bytes go to `consume` in whole `granule` units;
+  // a unit split by the ring's end waits in `carry` for its rest.
+  Transport::Consumer consume;
+  size_t granule = 1;
+  size_t consumed = 0;
+  size_t carry_len = 0;
+  char carry[16];
 };
 
 // A message that arrived before its receive was posted.
@@ -133,6 +140,9 @@ class ShmTransport final : public Transport {
   Status Start(Deadline deadline) override;
   Result<Request> PostSend(int peer, Tag tag, const void* data, size_t len) override;
   Result<Request> PostRecv(int peer, Tag tag, void* data, size_t len) override;
+  bool SupportsConsume() const override { return true; }
+  Result<Request> PostRecvConsume(int peer, Tag tag, size_t len, size_t granule,
+                                  Consumer consume) override;
   Status WaitAll(std::span<const Request> requests, Deadline deadline) override;
   size_t ReceivedBytes(Request request) const override {
     auto it = received_.find(request.id);
@@ -154,6 +164,13 @@ class ShmTransport final : public Transport {
   void Finish(Op* op, Status status = Status::Ok());
   // Copies a complete message into a receive; DATA_LOSS when it does not fit.
   void Deliver(Op* op, const char* data, size_t len);
+  // Puts the next `n` bytes of a message into receive `op`: copied to its buffer, or handed
+  // to its consumer (Feed). FlushCarry hands over a trailing part unit at the message's end.
+  void Put(Op* op, size_t at, const char* data, size_t n);
+  static void Feed(Op* op, const char* data, size_t n);
+  static void FlushCarry(Op* op);
+  Result<Request> PostRecvImpl(int peer, Tag tag, void* data, size_t len, size_t granule,
+                               Consumer consume);
   Status DataLossFor(int peer, Tag tag, size_t msg, size_t cap) const {
     return DataLoss(
         "{}: message with tag {} is {} bytes but the receive posted for it holds {} bytes",
@@ -340,9 +357,48 @@ void ShmTransport::Deliver(Op* op, const char* data, size_t len) {
     Finish(op, st);
     return;
   }
-  if (len > 0) std::memcpy(op->dst, data, len);
+  Put(op, 0, data, len);
+  FlushCarry(op);
   op->done_bytes = len;
   Finish(op);
+}
+
+void ShmTransport::Put(Op* op, size_t at, const char* data, size_t n) {
+  if (n == 0) return;
+  if (op->consume) {
+    Feed(op, data, n);
+  } else {
+    std::memcpy(op->dst + at, data, n);
+  }
+}
+
+void ShmTransport::Feed(Op* op, const char* data, size_t n) {
+  const size_t g = op->granule;
+  if (op->carry_len > 0) {  // complete the unit split by the ring's end first
+    const size_t take = std::min(g - op->carry_len, n);
+    std::memcpy(op->carry + op->carry_len, data, take);
+    op->carry_len += take;
+    data += take;
+    n -= take;
+    if (op->carry_len < g) return;
+    op->consume(op->consumed, op->carry, g);
+    op->consumed += g;
+    op->carry_len = 0;
+  }
+  const size_t whole = n / g * g;
+  if (whole > 0) {
+    op->consume(op->consumed, data, whole);
+    op->consumed += whole;
+  }
+  op->carry_len = n - whole;
+  if (op->carry_len > 0) std::memcpy(op->carry, data + whole, op->carry_len);
+}
+
+void ShmTransport::FlushCarry(Op* op) {
+  if (!op->consume || op->carry_len == 0) return;
+  op->consume(op->consumed, op->carry, op->carry_len);
+  op->consumed += op->carry_len;
+  op->carry_len = 0;
 }
 
 Result<Request> ShmTransport::PostSend(int peer, Tag tag, const void* data, size_t len) {
@@ -378,6 +434,20 @@ Result<Request> ShmTransport::PostSend(int peer, Tag tag, const void* data, size
 }
 
 Result<Request> ShmTransport::PostRecv(int peer, Tag tag, void* data, size_t len) {
+  return PostRecvImpl(peer, tag, data, len, 1, nullptr);
+}
+
+Result<Request> ShmTransport::PostRecvConsume(int peer, Tag tag, size_t len, size_t granule,
+                                              Consumer consume) {
+  if (granule == 0 || granule > sizeof(Op::carry) || !consume) {
+    return InvalidArgument("{}: consuming receive needs a consumer and a granule of 1 to {} "
+                           "bytes, got {}", Me(), sizeof(Op::carry), granule);
+  }
+  return PostRecvImpl(peer, tag, nullptr, len, granule, std::move(consume));
+}
+
+Result<Request> ShmTransport::PostRecvImpl(int peer, Tag tag, void* data, size_t len,
+                                           size_t granule, Consumer consume) {
   RY_RETURN_IF_ERROR(Usable());
   if (peer < 0 || peer >= size_) {
     return InvalidArgument("{}: receive from rank {} of a {}-rank job", Me(), peer, size_);
@@ -385,6 +455,8 @@ Result<Request> ShmTransport::PostRecv(int peer, Tag tag, void* data, size_t len
   if (!started_.load()) return FailedPrecondition("shm transport of {} is not started", Me());
   Op* op = NewOp(false, peer, tag, len);
   op->dst = static_cast<char*>(data);
+  op->granule = granule;
+  op->consume = std::move(consume);
   Key k{peer, tag};
   auto it = unexpected_.find(k);
   if (it == unexpected_.end()) {
@@ -408,7 +480,7 @@ Result<Request> ShmTransport::PostRecv(int peer, Tag tag, void* data, size_t len
     in.buffer = nullptr;  // discard the rest
     return Request{op->id};
   }
-  if (in.got > 0) std::memcpy(op->dst, u->data.get(), in.got);
+  Put(op, 0, u->data.get(), in.got);
   in.buffer = nullptr;
   in.op = op;
   return Request{op->id};
@@ -478,12 +550,19 @@ bool ShmTransport::ProgressRecvs(int r, Peer& p) {
       StartIncoming(r, p, h);
       if (!fatal_.ok()) break;
     }
-    char* dst = in.op != nullptr       ? in.op->dst
-                : in.buffer != nullptr ? in.buffer->data.get()
-                                       : nullptr;  // abandoned: skip the bytes
-    in.got += p.in.Read(dst != nullptr ? dst + in.got : nullptr, in.len - in.got);
+    if (in.op != nullptr && in.op->consume) {
+      Op* op = in.op;
+      in.got += p.in.ReadInPlace(in.len - in.got,
+                                 [op](const char* d, size_t n) { Feed(op, d, n); });
+    } else {
+      char* dst = in.op != nullptr       ? in.op->dst
+                  : in.buffer != nullptr ? in.buffer->data.get()
+                                         : nullptr;  // abandoned: skip the bytes
+      in.got += p.in.Read(dst != nullptr ? dst + in.got : nullptr, in.len - in.got);
+    }
     if (in.got < in.len) break;
     if (in.op != nullptr) {
+      FlushCarry(in.op);
       in.op->done_bytes = in.len;
       Finish(in.op);
     } else if (in.buffer != nullptr) {

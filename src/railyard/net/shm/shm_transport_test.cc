@@ -318,6 +318,62 @@ TEST_F(ShmTransportTest, SizesAroundTheRingAndLargeMessages) {
   EXPECT_TRUE(st[1].ok()) << st[1].ToString();
 }
 
+// PostRecvConsume hands over whole units in order, joining a unit that the ring's end splits
+// (a 12-byte unit cannot line up with a 16 KiB ring), from the ring as from the buffer of a
+// message that arrived before its receive.
+TEST_F(ShmTransportTest, ConsumingReceiveGetsWholeUnitsInOrder) {
+  StartAll(2, ShmOptions{.ring_bytes = 16 << 10});
+  constexpr size_t kUnit = 12;
+  std::vector<char> streamed((100 << 10) + 4), buffered((1 << 20) + 4);
+  Fill(streamed, 1);
+  Fill(buffered, 2);
+  uint32_t marker = 9, marker_in = 0;
+  struct Got {
+    std::vector<char> bytes;
+    size_t calls = 0;
+    std::string error;
+  } got[2];
+  auto consumer = [](Got& g, size_t total) {
+    return [&g, total](size_t at, const char* data, size_t n) {
+      ++g.calls;
+      if (at != g.bytes.size()) g.error = fmt::format("offset {} after {}", at, g.bytes.size());
+      if (n % kUnit != 0 && at + n != total) g.error = fmt::format("{} bytes at {}", n, at);
+      g.bytes.insert(g.bytes.end(), data, data + n);
+    };
+  };
+  auto st = RunRanks([&](Transport& t) -> Status {
+    if (t.rank() == 0) {
+      RY_ASSIGN_OR_RETURN(Request a, t.PostSend(1, 2, streamed.data(), streamed.size()));
+      RY_ASSIGN_OR_RETURN(Request b, t.PostSend(1, 3, buffered.data(), buffered.size()));
+      RY_ASSIGN_OR_RETURN(Request c, t.PostSend(1, 4, &marker, 4));
+      return t.WaitAll({{a, b, c}}, Soon());
+    }
+    if (!t.SupportsConsume()) return Internal("shm must support consuming receives");
+    RY_ASSIGN_OR_RETURN(Request a, t.PostRecvConsume(0, 2, streamed.size(), kUnit,
+                                                     consumer(got[0], streamed.size())));
+    RY_RETURN_IF_ERROR(t.WaitAll({{a}}, Soon()));
+    // Tag 3 arrives whole into the unexpected buffer before the marker can be read.
+    RY_ASSIGN_OR_RETURN(Request c, t.PostRecv(0, 4, &marker_in, 4));
+    RY_RETURN_IF_ERROR(t.WaitAll({{c}}, Soon()));
+    RY_ASSIGN_OR_RETURN(Request b, t.PostRecvConsume(0, 3, buffered.size(), kUnit,
+                                                     consumer(got[1], buffered.size())));
+    RY_RETURN_IF_ERROR(t.WaitAll({{b}}, Soon()));
+    if (t.ReceivedBytes(b) != buffered.size()) return Internal("tag 3: wrong length");
+    return Status::Ok();
+  });
+  ASSERT_TRUE(st[0].ok()) << st[0].ToString();
+  ASSERT_TRUE(st[1].ok()) << st[1].ToString();
+  EXPECT_EQ(marker_in, 9u);
+  EXPECT_EQ(got[0].error, "");
+  EXPECT_EQ(got[0].bytes, streamed);
+  EXPECT_GT(got[0].calls, 2u);  // streamed through the ring in several runs
+  EXPECT_EQ(got[1].error, "");
+  EXPECT_EQ(got[1].bytes, buffered);
+  // A consumer needs a unit of 1 to 16 bytes.
+  EXPECT_EQ(T(0).PostRecvConsume(1, 5, 8, 0, consumer(got[0], 8)).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 TEST_F(ShmTransportTest, LongerMessageThanPostedIsDataLossNamingPeerTagAndLengths) {
   StartAll(2);
   std::vector<char> out(100, 'x'), in(100);
