@@ -122,10 +122,10 @@ class Transport {
   // A receive that hands the bytes to `consume` as they arrive instead of copying them into
   // a buffer, so that a reduction reads them once, straight from the transport's memory (the
   // shm ring) while they are in cache, rather than from a scratch copy. `consume(offset,
-  // data, n)` is called on this thread from inside WaitAll/Probe, at increasing offsets, with
-  // whole multiples of `granule` bytes (an element; a unit split by the end of the transport's
-  // buffer is joined first) except for a trailing part of a message whose length is not a
-  // multiple. Matching, DATA_LOSS for a longer message and ReceivedBytes are as for PostRecv.
+  // data, n)` is called on this thread from inside WaitAll/Probe, once for every byte of the
+  // message, in runs of whole `granule`-byte units (an element, a power of two up to 16; a
+  // unit split between two reads is joined first) except for a trailing part of a message
+  // whose length is not a multiple. The runs may come in any order (tcp: its streams). Matching, DATA_LOSS for a longer message and ReceivedBytes are as for PostRecv.
   // Only backends where SupportsConsume() is true implement it; the others return
   // UNIMPLEMENTED.
   using Consumer = std::function<void(size_t offset, const char* data, size_t n)>;

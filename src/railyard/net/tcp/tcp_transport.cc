@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -146,6 +147,8 @@ struct Req {
   uint64_t msg_id = 0;       // receive: the matched message, 0 = unmatched
   bool matched = false;
   bool done = false;
+  Transport::Consumer consume;  // a consuming receive (PostRecvConsume): `buf` is null
+  size_t granule = 1;
 };
 
 // One chunk queued on an outbound stream.
@@ -180,6 +183,8 @@ struct InMessage {
   std::unique_ptr<char[]> unexpected;  // when no receive was posted at announcement
   uint64_t req = 0;                    // bound receive, 0 = none yet
   bool orphan = false;                 // its receive was abandoned: drop when complete
+  Transport::Consumer consume;         // bound to a consuming receive (no dst, no unexpected)
+  size_t granule = 1;
 };
 
 struct InStream {
@@ -200,6 +205,11 @@ struct InStream {
   bool in_payload = false;
   uint64_t payload_done = 0;
   char* payload_dst = nullptr;  // nullptr while parked or for control frames
+  // Or the message whose consumer takes the payload; a unit split between two reads waits in
+  // `carry` (frames start on 64-byte boundaries, so units never straddle frames).
+  InMessage* payload_msg = nullptr;
+  char carry[16];
+  size_t carry_len = 0;
   std::string control;          // control payload
   bool parked = false;
   bool closed = false;
@@ -234,6 +244,9 @@ class TcpTransport final : public Transport {
   Status Start(base::Deadline deadline) override;
   Result<Request> PostSend(int peer, Tag tag, const void* data, size_t len) override;
   Result<Request> PostRecv(int peer, Tag tag, void* data, size_t len) override;
+  bool SupportsConsume() const override { return true; }
+  Result<Request> PostRecvConsume(int peer, Tag tag, size_t len, size_t granule,
+                                  Consumer consume) override;
   Status WaitAll(std::span<const Request> requests, base::Deadline deadline) override;
   size_t ReceivedBytes(Request request) const override;
   std::vector<ProbeResult> Probe(std::span<const int> ranks, base::Deadline deadline) override;
@@ -255,6 +268,13 @@ class TcpTransport final : public Transport {
   void ReadInStream(InStream& in);
   bool ConsumeInStream(InStream& in);  // false when it needs more bytes or is parked
   bool BeginPayload(InStream& in);
+  // Points a stream's payload at message m: its buffer, its unexpected buffer or its consumer.
+  static void TargetPayload(InStream& in, InMessage& m);
+  static void FeedConsumer(InStream& in, const char* data, size_t n);
+  // Hands a whole message to a receive: copied, or given to its consumer.
+  static void DeliverTo(Req& r, const char* data, size_t n);
+  Result<Request> PostRecvImpl(int peer, Tag tag, void* data, size_t len, size_t granule,
+                               Consumer consume);
   void FinishFrame(InStream& in);
   void Announce(int peer, const FrameHeader& hdr);
   void BindMessage(PeerState& p, uint64_t msg_id, uint64_t req_id);
@@ -423,7 +443,7 @@ Result<Request> TcpTransport::PostSend(int peer, Tag tag, const void* data, size
       if (!rr.is_send && rr.peer == peer && !rr.done && rr.tag == tag) {
         auto& [t, bytes] = self_queue_.front();
         (void)t;
-        std::memcpy(rr.buf, bytes.data(), std::min(bytes.size(), rr.cap));
+        DeliverTo(rr, bytes.data(), std::min(bytes.size(), rr.cap));
         rr.received = bytes.size();
         rr.done = true;
         self_queue_.pop_front();
@@ -438,7 +458,10 @@ Result<Request> TcpTransport::PostSend(int peer, Tag tag, const void* data, size
   uint64_t msg_id = p.next_msg_id++;
   size_t streams = p.out.size();
   size_t chunks = std::clamp<size_t>(len / kMinChunkBytes, 1, streams);
+  // Chunks start on 64-byte boundaries, so no element of a consuming receive is split
+  // between two streams.
   size_t base = len / chunks;
+  if (base >= 64) base &= ~size_t{63};
   size_t off = 0;
   r.chunks_left = static_cast<int>(chunks);
   for (size_t c = 0; c < chunks; ++c) {
@@ -459,7 +482,21 @@ Result<Request> TcpTransport::PostSend(int peer, Tag tag, const void* data, size
   return Request{id};
 }
 
+Result<Request> TcpTransport::PostRecvConsume(int peer, Tag tag, size_t len, size_t granule,
+                                              Consumer consume) {
+  if (!std::has_single_bit(granule) || granule > 16 || !consume) {
+    return InvalidArgument("tcp transport: a consuming receive needs a consumer and a granule "
+                           "of 1, 2, 4, 8 or 16 bytes, got {}", granule);
+  }
+  return PostRecvImpl(peer, tag, nullptr, len, granule, std::move(consume));
+}
+
 Result<Request> TcpTransport::PostRecv(int peer, Tag tag, void* data, size_t len) {
+  return PostRecvImpl(peer, tag, data, len, 1, nullptr);
+}
+
+Result<Request> TcpTransport::PostRecvImpl(int peer, Tag tag, void* data, size_t len,
+                                           size_t granule, Consumer consume) {
   RY_RETURN_IF_ERROR(CheckUsable());
   RY_RETURN_IF_ERROR(CheckPeer(peer));
   uint64_t id = next_req_++;
@@ -468,6 +505,8 @@ Result<Request> TcpTransport::PostRecv(int peer, Tag tag, void* data, size_t len
   r.tag = tag;
   r.buf = static_cast<char*>(data);
   r.cap = len;
+  r.consume = std::move(consume);
+  r.granule = granule;
   if (peer == opt_.rank) {
     for (auto it = self_queue_.begin(); it != self_queue_.end(); ++it) {
       if (it->first != tag) continue;
@@ -475,7 +514,7 @@ Result<Request> TcpTransport::PostRecv(int peer, Tag tag, void* data, size_t len
         return DataLoss("tcp transport: rank {} sent itself {} bytes with tag {:#x}, receive "
                         "posted for {}", peer, it->second.size(), tag, len);
       }
-      std::memcpy(data, it->second.data(), it->second.size());
+      DeliverTo(r, it->second.data(), it->second.size());
       r.received = it->second.size();
       r.done = true;
       self_queue_.erase(it);
@@ -509,7 +548,11 @@ void TcpTransport::BindMessage(PeerState& p, uint64_t msg_id, uint64_t req_id) {
     return;
   }
   r.received = m.total;
-  if (!m.unexpected) m.dst = r.buf;
+  if (!m.unexpected) {
+    m.dst = r.buf;
+    m.consume = r.consume;
+    m.granule = r.granule;
+  }
   CompleteRecvIfDone(p, msg_id);
 }
 
@@ -524,7 +567,7 @@ void TcpTransport::CompleteRecvIfDone(PeerState& p, uint64_t msg_id) {
   }
   if (m.req == 0) return;
   Req& r = reqs_[m.req];
-  if (m.unexpected && m.total > 0) std::memcpy(r.buf, m.unexpected.get(), m.total);
+  if (m.unexpected && m.total > 0) DeliverTo(r, m.unexpected.get(), m.total);
   r.done = true;
   p.messages.erase(it);
 }
@@ -762,6 +805,8 @@ bool TcpTransport::ConsumeInStream(InStream& in) {
     size_t n = std::min<uint64_t>(avail, in.hdr.length - in.payload_done);
     if (in.payload_dst != nullptr) {
       std::memcpy(in.payload_dst + in.payload_done, in.rx.get() + in.rx_begin, n);
+    } else if (in.payload_msg != nullptr) {
+      FeedConsumer(in, in.rx.get() + in.rx_begin, n);
     } else {
       in.control.append(in.rx.get() + in.rx_begin, n);
     }
@@ -780,6 +825,8 @@ bool TcpTransport::BeginPayload(InStream& in) {
   in.in_payload = true;
   in.payload_done = 0;
   in.payload_dst = nullptr;
+  in.payload_msg = nullptr;
+  in.carry_len = 0;
   in.control.clear();
   if (h.type == kData) {
     if (h.total > kMaxMessageBytes || h.offset > h.total || h.length > h.total - h.offset ||
@@ -805,8 +852,7 @@ bool TcpTransport::BeginPayload(InStream& in) {
       SetReadInterest(in, false);
       return false;
     }
-    InMessage& m = it->second;
-    in.payload_dst = (m.unexpected ? m.unexpected.get() : m.dst) + h.offset;
+    TargetPayload(in, it->second);
     return true;
   }
   if (h.type == kPing || h.type == kPong || h.type == kAbort || h.type == kBye) {
@@ -855,8 +901,7 @@ void TcpTransport::Announce(int peer, const FrameHeader& h) {
     }
     it = p.parked.erase(it);
     s.parked = false;
-    InMessage& mm = p.messages[h.msg_id];
-    s.payload_dst = (mm.unexpected ? mm.unexpected.get() : mm.dst) + s.hdr.offset;
+    TargetPayload(s, p.messages[h.msg_id]);
     SetReadInterest(s, true);
     // Its buffered bytes raise no epoll event: consume them from Poll.
     unparked_.push_back(s.key);
@@ -870,12 +915,60 @@ void TcpTransport::SetReadInterest(InStream& in, bool want) {
   epoll_ctl(epoll_fd_.get(), EPOLL_CTL_MOD, in.fd.get(), &ev);
 }
 
+void TcpTransport::TargetPayload(InStream& in, InMessage& m) {
+  in.payload_msg = nullptr;
+  in.carry_len = 0;
+  if (m.unexpected) {
+    in.payload_dst = m.unexpected.get() + in.hdr.offset;
+  } else if (m.consume) {
+    in.payload_dst = nullptr;
+    in.payload_msg = &m;  // std::map nodes stay put until the message is erased
+  } else {
+    in.payload_dst = m.dst + in.hdr.offset;
+  }
+}
+
+void TcpTransport::FeedConsumer(InStream& in, const char* data, size_t n) {
+  InMessage& m = *in.payload_msg;
+  const size_t g = m.granule;
+  uint64_t at = in.hdr.offset + in.payload_done;  // message offset of data[0]
+  if (in.carry_len > 0) {
+    const size_t take = std::min(g - in.carry_len, n);
+    std::memcpy(in.carry + in.carry_len, data, take);
+    in.carry_len += take;
+    data += take;
+    n -= take;
+    at += take;
+    if (in.carry_len < g) return;
+    m.consume(at - g, in.carry, g);
+    in.carry_len = 0;
+  }
+  const size_t whole = n / g * g;
+  if (whole > 0) m.consume(at, data, whole);
+  in.carry_len = n - whole;
+  if (in.carry_len > 0) std::memcpy(in.carry, data + whole, in.carry_len);
+}
+
+void TcpTransport::DeliverTo(Req& r, const char* data, size_t n) {
+  if (n == 0) return;
+  if (r.consume) {
+    r.consume(0, data, n);
+  } else {
+    std::memcpy(r.buf, data, n);
+  }
+}
+
 void TcpTransport::FinishFrame(InStream& in) {
   const FrameHeader h = in.hdr;
   in.in_payload = false;
   PeerState& p = peers_[in.peer];
   switch (h.type) {
     case kData: {
+      if (in.payload_msg != nullptr && in.carry_len > 0) {  // a message's trailing part
+        in.payload_msg->consume(h.offset + h.length - in.carry_len, in.carry, in.carry_len);
+        in.carry_len = 0;
+      }
+      in.payload_msg = nullptr;
       auto it = p.messages.find(h.msg_id);
       if (it != p.messages.end()) {
         it->second.received += h.length;
@@ -1038,12 +1131,16 @@ void TcpTransport::Abandon(uint64_t req_id) {
         InMessage& m = mit->second;
         m.req = 0;
         m.orphan = true;
+        m.consume = nullptr;  // the caller's consumer may be gone
         if (!m.unexpected && m.total > 0) {
           m.unexpected.reset(new char[m.total]);
           for (auto& [key, in] : in_streams_) {
             if (in->peer == r.peer && in->in_payload && in->hdr.type == kData &&
-                in->hdr.msg_id == r.msg_id && in->payload_dst != nullptr) {
+                in->hdr.msg_id == r.msg_id &&
+                (in->payload_dst != nullptr || in->payload_msg != nullptr)) {
               in->payload_dst = m.unexpected.get() + in->hdr.offset;
+              in->payload_msg = nullptr;
+              in->carry_len = 0;
             }
           }
         }
