@@ -2,6 +2,8 @@
 // operation's tag space and deadline, and reusable scratch memory. Internal to comm/.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -51,7 +53,19 @@ struct OpContext {
     return transport->PostRecvConsume(
         peer, tag_base | static_cast<net::Tag>(phase), len, es,
         [out, mine, es, type, op](size_t at, const char* data, size_t n) {
-          Reduce(type, op, out + at, mine + at, data, n / es);
+          if (reinterpret_cast<uintptr_t>(data) % es == 0) {
+            Reduce(type, op, out + at, mine + at, data, n / es);
+            return;
+          }
+          // Runs may start anywhere in the transport's buffer (after a frame header, say),
+          // and the kernels read typed elements: a misaligned run goes through a small
+          // aligned buffer, still in cache.
+          alignas(64) char bounce[16 << 10];
+          for (size_t done = 0; done < n; done += sizeof(bounce)) {
+            const size_t k = std::min(sizeof(bounce), n - done);
+            std::memcpy(bounce, data + done, k);
+            Reduce(type, op, out + at + done, mine + at + done, bounce, k / es);
+          }
         });
   }
   Status Wait(net::Request r) { return transport->WaitAll({&r, 1}, deadline); }
