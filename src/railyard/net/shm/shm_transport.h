@@ -38,8 +38,9 @@
 namespace railyard::net {
 
 struct ShmOptions {
-  // Bytes of each inbound ring, a multiple of 4096. 0 picks 64 MiB per segment divided among
-  // the peers, between 256 KiB and 4 MiB (pages are only allocated where data flows).
+  // Bytes of each inbound ring, a multiple of 4096. 0 picks 8 MiB per segment divided among
+  // the peers, between 256 KiB and 1 MiB (small rings stay in cache; pages are only
+  // allocated where data flows).
   size_t ring_bytes = 0;
   // How long a waiting rank polls before it sleeps on its futex. Zero sleeps at once.
   std::chrono::microseconds spin{20};
