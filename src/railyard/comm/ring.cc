@@ -139,9 +139,20 @@ Status RingReduceScatter(OpContext& c, const char* send, char* recv, size_t recv
   char* slot[3] = {c.Scratch(0, block), c.Scratch(1, block), c.Scratch(2, block)};
   auto ps = Pieces(block, c.piece_bytes, es);
   std::vector<std::vector<net::Request>> recvs(n - 1), sends(n);
+  // As in RingAllreduce, pieces are reduced as they arrive where the transport allows:
+  // straight into the slot (or, at the last step, the output) that step s reduces into.
+  const bool in_place = c.transport->SupportsConsume() && ReduceOnReceive();
   auto post_recv = [&](int s) -> Status {
+    const int blk = c.RingRank(p - s - 2);
+    char* out = s + 1 == n - 1 ? recv : slot[s % 3];
     for (auto [lo, hi] : ps) {
-      RY_ASSIGN_OR_RETURN(auto r, c.Recv(prev, kReduceScatter, slot[s % 3] + lo, hi - lo));
+      net::Request r;
+      if (in_place) {
+        RY_ASSIGN_OR_RETURN(r, c.RecvReduce(prev, kReduceScatter, out + lo,
+                                            send + blk * block + lo, hi - lo, type, op));
+      } else {
+        RY_ASSIGN_OR_RETURN(r, c.Recv(prev, kReduceScatter, slot[s % 3] + lo, hi - lo));
+      }
       recvs[s].push_back(r);
     }
     return Status::Ok();
@@ -166,7 +177,9 @@ Status RingReduceScatter(OpContext& c, const char* send, char* recv, size_t recv
       auto [lo, hi] = ps[i];
       RY_RETURN_IF_ERROR(c.Wait(recvs[s][i]));
       char* acc = last ? recv + lo : slot[s % 3] + lo;
-      Reduce(type, op, acc, slot[s % 3] + lo, send + blk * block + lo, (hi - lo) / es);
+      if (!in_place) {
+        Reduce(type, op, acc, slot[s % 3] + lo, send + blk * block + lo, (hi - lo) / es);
+      }
       if (!last) {
         RY_ASSIGN_OR_RETURN(auto r, c.Send(next, kReduceScatter, acc, hi - lo));
         sends[s + 1].push_back(r);
