@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -38,8 +39,7 @@ double Median(std::vector<double> v) {
 // restores the state.
 void RewriteState(std::vector<std::vector<float>>& rows) {
   for (auto& row : rows) {
-    auto* words = reinterpret_cast<uint32_t*>(row.data());  // float storage, bytes only
-    for (size_t i = 0; i < row.size(); ++i) words[i] ^= 0x00A5A5A5u;
+    for (float& v : row) v = std::bit_cast<float>(std::bit_cast<uint32_t>(v) ^ 0x00A5A5A5u);
   }
 }
 

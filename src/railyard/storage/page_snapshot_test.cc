@@ -52,6 +52,14 @@ bool HasPattern(const uint8_t* p, size_t n, uint32_t seed, size_t origin = 0) {
   return true;
 }
 
+// Begins a snapshot of all of `src` into `dst`; null (with a test failure) when it fails.
+std::unique_ptr<PageSnapshot> SnapshotAll(AnonBuffer& src, std::vector<uint8_t>& dst) {
+  SnapshotSegment seg{src.data(), dst.data(), src.size()};
+  auto snap = PageSnapshot::Begin({&seg, 1});
+  EXPECT_TRUE(snap.ok()) << snap.status().ToString();
+  return snap.ok() ? std::move(*snap) : nullptr;
+}
+
 // Snapshots need userfaultfd (root, or the sysctl) and Linux 6.4. Where they are not
 // available, Begin must say so with UNAVAILABLE and leave the memory untouched; the tests that
 // need a working snapshot then stop there, printing the reason.
@@ -76,17 +84,16 @@ TEST_F(PageSnapshotTest, WritesBeforeFinishAreFaultedAndCopiedFirst) {
   AnonBuffer src(16 * kMiB);
   Fill(src.data(), src.size(), 1);
   std::vector<uint8_t> dst(src.size());
-  SnapshotSegment seg{src.data(), dst.data(), src.size()};
-  auto snap = PageSnapshot::Begin({&seg, 1});
-  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
-  EXPECT_EQ((*snap)->stats().chunks, 8u);
-  EXPECT_EQ((*snap)->stats().protected_bytes, src.size());
+  auto snap = SnapshotAll(src, dst);
+  ASSERT_NE(snap, nullptr);
+  EXPECT_EQ(snap->stats().chunks, 8u);
+  EXPECT_EQ(snap->stats().protected_bytes, src.size());
   // The owner writes every page at once: each chunk is copied before its first write lands,
   // by the fault handler (which copies ahead of a sweeping writer, so fewer faults than chunks).
   Fill(src.data(), src.size(), 2);
-  EXPECT_GE((*snap)->stats().faulted_chunks, 1u);
-  EXPECT_LE((*snap)->stats().faulted_chunks, 8u);
-  ASSERT_TRUE((*snap)->Finish(nullptr).ok());
+  EXPECT_GE(snap->stats().faulted_chunks, 1u);
+  EXPECT_LE(snap->stats().faulted_chunks, 8u);
+  ASSERT_TRUE(snap->Finish(nullptr).ok());
   EXPECT_TRUE(HasPattern(dst.data(), dst.size(), 1));
   EXPECT_TRUE(HasPattern(src.data(), src.size(), 2));
 }
@@ -95,11 +102,10 @@ TEST_F(PageSnapshotTest, OwnerWritingDuringFinishNeverLeaksIntoTheCopy) {
   AnonBuffer src(64 * kMiB);
   Fill(src.data(), src.size(), 3);
   std::vector<uint8_t> dst(src.size());
-  SnapshotSegment seg{src.data(), dst.data(), src.size()};
-  auto snap = PageSnapshot::Begin({&seg, 1});
-  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  auto snap = SnapshotAll(src, dst);
+  ASSERT_NE(snap, nullptr);
   TaskPool pool(2);
-  std::thread finisher([&] { EXPECT_TRUE((*snap)->Finish(&pool).ok()); });
+  std::thread finisher([&] { EXPECT_TRUE(snap->Finish(&pool).ok()); });
   // Backwards, so that the owner and the copier meet in the middle.
   for (size_t page = src.size() / 4096; page-- > 0;) {
     Fill(src.data() + page * 4096, 4096, 4 + static_cast<uint32_t>(page));
@@ -134,11 +140,10 @@ TEST_F(PageSnapshotTest, UnalignedSegmentsSharingPages) {
 TEST_F(PageSnapshotTest, UnpopulatedMemorySnapshotsAsZeros) {
   AnonBuffer src(8 * kMiB, /*populate=*/false);
   std::vector<uint8_t> dst(src.size(), 0xff);
-  SnapshotSegment seg{src.data(), dst.data(), src.size()};
-  auto snap = PageSnapshot::Begin({&seg, 1});
-  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  auto snap = SnapshotAll(src, dst);
+  ASSERT_NE(snap, nullptr);
   Fill(src.data(), src.size(), 8);  // first touch of every page
-  ASSERT_TRUE((*snap)->Finish(nullptr).ok());
+  ASSERT_TRUE(snap->Finish(nullptr).ok());
   EXPECT_EQ(std::count(dst.begin(), dst.end(), 0), static_cast<ptrdiff_t>(dst.size()));
 }
 
@@ -148,9 +153,8 @@ TEST_F(PageSnapshotTest, SystemCallWritingIntoProtectedMemoryWaits) {
   AnonBuffer src(4 * kMiB);
   Fill(src.data(), src.size(), 9);
   std::vector<uint8_t> dst(src.size());
-  SnapshotSegment seg{src.data(), dst.data(), src.size()};
-  auto snap = PageSnapshot::Begin({&seg, 1});
-  ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+  auto snap = SnapshotAll(src, dst);
+  ASSERT_NE(snap, nullptr);
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
   const char msg[] = "from the kernel";
@@ -159,7 +163,7 @@ TEST_F(PageSnapshotTest, SystemCallWritingIntoProtectedMemoryWaits) {
   ::close(fds[0]);
   ::close(fds[1]);
   EXPECT_STREQ(reinterpret_cast<char*>(src.data() + kMiB), msg);
-  ASSERT_TRUE((*snap)->Finish(nullptr).ok());
+  ASSERT_TRUE(snap->Finish(nullptr).ok());
   EXPECT_TRUE(HasPattern(dst.data(), dst.size(), 9));
 }
 
@@ -196,9 +200,8 @@ TEST_F(PageSnapshotTest, DestroyingWithoutFinishLiftsProtection) {
   Fill(src.data(), src.size(), 10);
   std::vector<uint8_t> dst(src.size());
   {
-    SnapshotSegment seg{src.data(), dst.data(), src.size()};
-    auto snap = PageSnapshot::Begin({&seg, 1});
-    ASSERT_TRUE(snap.ok()) << snap.status().ToString();
+    auto snap = SnapshotAll(src, dst);
+    ASSERT_NE(snap, nullptr);
   }
   EXPECT_TRUE(HasPattern(dst.data(), dst.size(), 10));
   Fill(src.data(), src.size(), 11);  // no handler any more: must not be protected

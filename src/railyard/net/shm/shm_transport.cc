@@ -62,13 +62,11 @@ struct Op {
   bool header_sent = false;
   bool complete = false;
   Status status;
-  // A consuming receive (PostRecvConsume): bytes go to `consume` in whole `granule` units;
-  // a unit split by the ring's end waits in `carry` for its rest.
+  // A consuming receive (PostRecvConsume): bytes go to `consume` in whole `granule` units.
   Transport::Consumer consume;
   size_t granule = 1;
-  size_t consumed = 0;
-  size_t carry_len = 0;
-  char carry[16];
+  size_t fed = 0;  // bytes handed to `joiner` so far
+  UnitJoiner joiner;
 };
 
 // A message that arrived before its receive was posted.
@@ -377,32 +375,12 @@ void ShmTransport::Put(Op* op, size_t at, const char* data, size_t n) {
 }
 
 void ShmTransport::Feed(Op* op, const char* data, size_t n) {
-  const size_t g = op->granule;
-  if (op->carry_len > 0) {  // complete the unit split by the ring's end first
-    const size_t take = std::min(g - op->carry_len, n);
-    std::memcpy(op->carry + op->carry_len, data, take);
-    op->carry_len += take;
-    data += take;
-    n -= take;
-    if (op->carry_len < g) return;
-    op->consume(op->consumed, op->carry, g);
-    op->consumed += g;
-    op->carry_len = 0;
-  }
-  const size_t whole = n / g * g;
-  if (whole > 0) {
-    op->consume(op->consumed, data, whole);
-    op->consumed += whole;
-  }
-  op->carry_len = n - whole;
-  if (op->carry_len > 0) std::memcpy(op->carry, data + whole, op->carry_len);
+  op->joiner.Feed(op->consume, op->granule, op->fed, data, n);
+  op->fed += n;
 }
 
 void ShmTransport::FlushCarry(Op* op) {
-  if (!op->consume || op->carry_len == 0) return;
-  op->consume(op->consumed, op->carry, op->carry_len);
-  op->consumed += op->carry_len;
-  op->carry_len = 0;
+  if (op->consume) op->joiner.Flush(op->consume, op->fed);
 }
 
 Result<Request> ShmTransport::PostSend(int peer, Tag tag, const void* data, size_t len) {
@@ -443,9 +421,9 @@ Result<Request> ShmTransport::PostRecv(int peer, Tag tag, void* data, size_t len
 
 Result<Request> ShmTransport::PostRecvConsume(int peer, Tag tag, size_t len, size_t granule,
                                               Consumer consume) {
-  if (granule == 0 || granule > sizeof(Op::carry) || !consume) {
+  if (granule == 0 || granule > UnitJoiner::kMaxGranule || !consume) {
     return InvalidArgument("{}: consuming receive needs a consumer and a granule of 1 to {} "
-                           "bytes, got {}", Me(), sizeof(Op::carry), granule);
+                           "bytes, got {}", Me(), UnitJoiner::kMaxGranule, granule);
   }
   return PostRecvImpl(peer, tag, nullptr, len, granule, std::move(consume));
 }

@@ -206,10 +206,9 @@ struct InStream {
   uint64_t payload_done = 0;
   char* payload_dst = nullptr;  // nullptr while parked or for control frames
   // Or the message whose consumer takes the payload; a unit split between two reads waits in
-  // `carry` (frames start on 64-byte boundaries, so units never straddle frames).
+  // `joiner` (frames start on 64-byte boundaries, so units never straddle frames).
   InMessage* payload_msg = nullptr;
-  char carry[16];
-  size_t carry_len = 0;
+  UnitJoiner joiner;
   std::string control;          // control payload
   bool parked = false;
   bool closed = false;
@@ -826,7 +825,7 @@ bool TcpTransport::BeginPayload(InStream& in) {
   in.payload_done = 0;
   in.payload_dst = nullptr;
   in.payload_msg = nullptr;
-  in.carry_len = 0;
+  in.joiner.Reset();
   in.control.clear();
   if (h.type == kData) {
     if (h.total > kMaxMessageBytes || h.offset > h.total || h.length > h.total - h.offset ||
@@ -917,7 +916,7 @@ void TcpTransport::SetReadInterest(InStream& in, bool want) {
 
 void TcpTransport::TargetPayload(InStream& in, InMessage& m) {
   in.payload_msg = nullptr;
-  in.carry_len = 0;
+  in.joiner.Reset();
   if (m.unexpected) {
     in.payload_dst = m.unexpected.get() + in.hdr.offset;
   } else if (m.consume) {
@@ -930,23 +929,7 @@ void TcpTransport::TargetPayload(InStream& in, InMessage& m) {
 
 void TcpTransport::FeedConsumer(InStream& in, const char* data, size_t n) {
   InMessage& m = *in.payload_msg;
-  const size_t g = m.granule;
-  uint64_t at = in.hdr.offset + in.payload_done;  // message offset of data[0]
-  if (in.carry_len > 0) {
-    const size_t take = std::min(g - in.carry_len, n);
-    std::memcpy(in.carry + in.carry_len, data, take);
-    in.carry_len += take;
-    data += take;
-    n -= take;
-    at += take;
-    if (in.carry_len < g) return;
-    m.consume(at - g, in.carry, g);
-    in.carry_len = 0;
-  }
-  const size_t whole = n / g * g;
-  if (whole > 0) m.consume(at, data, whole);
-  in.carry_len = n - whole;
-  if (in.carry_len > 0) std::memcpy(in.carry, data + whole, in.carry_len);
+  in.joiner.Feed(m.consume, m.granule, in.hdr.offset + in.payload_done, data, n);
 }
 
 void TcpTransport::DeliverTo(Req& r, const char* data, size_t n) {
@@ -964,9 +947,8 @@ void TcpTransport::FinishFrame(InStream& in) {
   PeerState& p = peers_[in.peer];
   switch (h.type) {
     case kData: {
-      if (in.payload_msg != nullptr && in.carry_len > 0) {  // a message's trailing part
-        in.payload_msg->consume(h.offset + h.length - in.carry_len, in.carry, in.carry_len);
-        in.carry_len = 0;
+      if (in.payload_msg != nullptr) {  // a message's trailing part, if any
+        in.joiner.Flush(in.payload_msg->consume, h.offset + h.length);
       }
       in.payload_msg = nullptr;
       auto it = p.messages.find(h.msg_id);
@@ -1140,7 +1122,7 @@ void TcpTransport::Abandon(uint64_t req_id) {
                 (in->payload_dst != nullptr || in->payload_msg != nullptr)) {
               in->payload_dst = m.unexpected.get() + in->hdr.offset;
               in->payload_msg = nullptr;
-              in->carry_len = 0;
+              in->joiner.Reset();
             }
           }
         }
