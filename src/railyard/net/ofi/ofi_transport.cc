@@ -41,8 +41,12 @@ constexpr size_t kRemoteKeyBytes = 32;
 constexpr auto kSpin = std::chrono::microseconds(30);
 constexpr int kMaxBlockMs = 20;
 constexpr size_t kCqBatch = 16;
+// User messages longer than this wait for the receiver's clear-to-send (see the header).
+// Below rxm's smallest eager limit, so everything that may travel by segmentation or
+// rendezvous takes the clear-to-send path.
+constexpr size_t kEagerBytes = 4096;
 
-enum class CtrlType : uint8_t { kPing = 1, kPong = 2, kAbort = 3 };
+enum class CtrlType : uint8_t { kPing = 1, kPong = 2, kAbort = 3, kClearToSend = 4 };
 
 void PutU32(char* p, uint32_t v) { std::memcpy(p, &v, 4); }
 void PutU64(char* p, uint64_t v) { std::memcpy(p, &v, 8); }
@@ -119,6 +123,7 @@ struct Op {
   bool user = false;    // a Request the application waits for
   bool done = false;
   bool abandoned = false;  // its waiter gave up; drop on completion
+  bool held = false;       // a long send waiting for the peer's clear-to-send
   Status status;
   size_t received = 0;
 };
@@ -145,6 +150,8 @@ struct PeerState {
   Status failure;
   std::deque<Op*> sendq;  // sends/writes not yet accepted by libfabric, in order
   std::deque<Op*> recvq;  // receives held until the peer is proven (or after -FI_EAGAIN)
+  std::deque<Op*> awaiting_cts;             // long sends held until the peer's clear-to-send
+  std::unordered_map<Tag, int> cts_credit;  // clear-to-sends that came before their send
   uint64_t pong_seq = 0;
   std::string pong_activity;
 };
@@ -225,7 +232,11 @@ class OfiTransport final : public Transport {
   Status PrepareLocal(Op* op);
   void QueueSend(Op* op);
   void EnsureHello(int peer);
+  // Queues a control message behind the HELLO, without flushing; nullptr if it failed.
+  Op* QueueCtrl(int peer, CtrlType type, uint64_t seq, std::string_view text);
   void SendCtrl(int peer, CtrlType type, uint64_t seq, std::string_view text);
+  void SubmitSend(Op* op);
+  void OnClearToSend(int peer, Tag tag);
   Op* NewInternalOp(Op::Kind kind, int peer, Tag tag, std::string payload);
   void PostControlRecv(int peer, Op::Kind kind);
   Result<Request> Submit(Op* op);
@@ -464,7 +475,7 @@ void OfiTransport::EnsureHello(int peer) {
   p.sendq.push_back(op);
 }
 
-void OfiTransport::SendCtrl(int peer, CtrlType type, uint64_t seq, std::string_view text) {
+Op* OfiTransport::QueueCtrl(int peer, CtrlType type, uint64_t seq, std::string_view text) {
   text = text.substr(0, kMaxCtrlText);
   std::string payload(kCtrlHeaderBytes + text.size(), '\0');
   PutU32(payload.data(), kCtrlMagic);
@@ -472,8 +483,14 @@ void OfiTransport::SendCtrl(int peer, CtrlType type, uint64_t seq, std::string_v
   PutU64(payload.data() + 8, seq);
   std::memcpy(payload.data() + kCtrlHeaderBytes, text.data(), text.size());
   Op* op = NewInternalOp(Op::Kind::kCtrlSend, peer, kCtrlTag, std::move(payload));
-  if (op == nullptr) return;
-  QueueSend(op);
+  if (op == nullptr) return nullptr;
+  EnsureHello(peer);
+  peers_[peer].sendq.push_back(op);
+  return op;
+}
+
+void OfiTransport::SendCtrl(int peer, CtrlType type, uint64_t seq, std::string_view text) {
+  if (QueueCtrl(peer, type, seq, text) != nullptr) Flush(peer);
 }
 
 Op* OfiTransport::NewInternalOp(Op::Kind kind, int peer, Tag tag, std::string payload) {
@@ -502,9 +519,10 @@ void OfiTransport::PostControlRecv(int peer, Op::Kind kind) {
 
 void OfiTransport::Flush(int peer) {
   PeerState& p = peers_[peer];
-  if (!p.failure.ok()) return;
-  for (auto* q : {&p.sendq, &p.recvq}) {
+  // The second pass over sendq sends the clear-to-sends queued while posting receives.
+  for (auto* q : {&p.sendq, &p.recvq, &p.sendq}) {
     while (!q->empty()) {
+      if (!p.failure.ok()) return;
       Op* op = q->front();
       bool gated = q == &p.recvq && !p.proven && op->kind != Op::Kind::kHelloRecv;
       if (gated) break;
@@ -516,6 +534,8 @@ void OfiTransport::Flush(int peer) {
                                 op->tag, fi_->Error(rc));
         if (IsConnectionError(-rc)) return FailPeer(peer, st);
         FailOp(op, st);
+      } else if (op->kind == Op::Kind::kRecv && op->len > kEagerBytes) {
+        QueueCtrl(peer, CtrlType::kClearToSend, op->tag, "");
       }
     }
   }
@@ -544,7 +564,8 @@ void OfiTransport::FailPeer(int peer, Status status) {
     p.failure = status;
   }
   // Unposted operations will never be; posted ones stay until the provider completes them.
-  for (auto* q : {&p.sendq, &p.recvq}) {
+  p.cts_credit.clear();
+  for (auto* q : {&p.sendq, &p.recvq, &p.awaiting_cts}) {
     while (!q->empty()) {
       Op* op = q->front();
       q->pop_front();
@@ -606,6 +627,8 @@ void OfiTransport::OnCtrl(Op* op, size_t len) {
       peers_[peer].pong_seq = std::max(peers_[peer].pong_seq, seq);
       peers_[peer].pong_activity = std::move(text);
       break;
+    case CtrlType::kClearToSend:
+      return OnClearToSend(peer, seq);
     case CtrlType::kAbort:
       if (error_.ok()) {
         error_ = Aborted("{}: {} aborted the job: {}", Self(), Who(peer), text);
@@ -721,7 +744,7 @@ void OfiTransport::Progress(std::unique_lock<std::mutex>& lock, base::Deadline d
 
 void OfiTransport::Abandon(Op* op) {
   PeerState& p = peers_[op->peer];
-  for (auto* q : {&p.sendq, &p.recvq}) {
+  for (auto* q : {&p.sendq, &p.recvq, &p.awaiting_cts}) {
     auto it = std::find(q->begin(), q->end(), op);
     if (it != q->end()) {
       q->erase(it);
@@ -731,6 +754,59 @@ void OfiTransport::Abandon(Op* op) {
   }
   op->abandoned = true;
   if (op->kind == Op::Kind::kRecv) fi_cancel(&ep_.get()->fid, &op->ctx);
+}
+
+void OfiTransport::SubmitSend(Op* op) {
+  PeerState& p = peers_[op->peer];
+  auto same_tag = [&](const Op* o) { return o->tag == op->tag; };
+  // A short send behind a held one with its tag waits too: per-tag order.
+  bool behind = std::any_of(p.awaiting_cts.begin(), p.awaiting_cts.end(), same_tag);
+  if (!behind) {
+    if (op->len <= kEagerBytes) return QueueSend(op);
+    // Only long sends take credits: a short one between two long ones with its tag must
+    // not take the clear-to-send meant for the second.
+    auto credit = p.cts_credit.find(op->tag);
+    if (credit != p.cts_credit.end()) {
+      if (--credit->second == 0) p.cts_credit.erase(credit);
+      return QueueSend(op);
+    }
+  }
+  // Held until the receive is posted. The HELLO still goes now: the peer posts nothing
+  // from this rank, so sends no clear-to-send, before this rank has proven itself.
+  op->held = true;
+  p.awaiting_cts.push_back(op);
+  EnsureHello(op->peer);
+  Flush(op->peer);
+}
+
+void OfiTransport::OnClearToSend(int peer, Tag tag) {
+  PeerState& p = peers_[peer];
+  auto& held = p.awaiting_cts;
+  auto it = std::find_if(held.begin(), held.end(), [&](const Op* op) { return op->tag == tag; });
+  if (it == held.end()) {
+    // The send is not posted yet. (Or it was short and went at once, its receive being
+    // longer; the credit then lets a later long send with the tag go without waiting.)
+    ++p.cts_credit[tag];
+    return;
+  }
+  // The cleared send, then the short ones with its tag that queued behind it.
+  std::vector<Op*> release{*it};
+  it = held.erase(it);
+  while (it != held.end()) {
+    if ((*it)->tag != tag) {
+      ++it;
+    } else if ((*it)->len <= kEagerBytes) {
+      release.push_back(*it);
+      it = held.erase(it);
+    } else {
+      break;
+    }
+  }
+  for (Op* op : release) {
+    op->held = false;
+    p.sendq.push_back(op);  // the HELLO went when the first was held
+  }
+  Flush(peer);
 }
 
 Result<Request> OfiTransport::Submit(Op* op) {
@@ -749,6 +825,8 @@ Result<Request> OfiTransport::Submit(Op* op) {
   if (op->kind == Op::Kind::kRecv) {
     p.recvq.push_back(op);
     Flush(op->peer);
+  } else if (op->kind == Op::Kind::kSend) {
+    SubmitSend(op);
   } else {
     QueueSend(op);
   }
@@ -828,8 +906,9 @@ Status OfiTransport::WaitAll(std::span<const Request> requests, base::Deadline d
         if (std::find(ranks.begin(), ranks.end(), op->peer) == ranks.end()) {
           ranks.push_back(op->peer);
           if (ranks.size() <= 4) {
-            detail += fmt::format("; {} tag {:#x} ({} bytes) with {}", KindVerb(op->kind), op->tag,
-                                  op->len, Who(op->peer));
+            detail += fmt::format("; {} tag {:#x} ({} bytes) with {}{}", KindVerb(op->kind),
+                                  op->tag, op->len, Who(op->peer),
+                                  op->held ? " (held: that rank has not posted the receive)" : "");
           }
         }
       }

@@ -14,6 +14,18 @@
 // bits, so a user receive can match only a user message from that peer. Ordering per
 // (peer, tag) comes from FI_ORDER_SAS and from posting each peer's operations in order.
 //
+// Clear-to-send: a user message longer than 4 KiB leaves only after the receiver has posted
+// its receive and said so (a CTRL clear-to-send naming the tag); shorter ones go at once,
+// except behind a held one with the same tag. Why: rxm (libfabric 1.17) sends long
+// messages by segmentation or rendezvous, and a receive posted against such a message that
+// waits unexpected from a peer whose connection has since broken crashed inside fi_trecv
+// (SIGSEGV, about 1 run in 12 of the killed-rank test). With the receive posted first, the
+// long message is never unexpected; rxm reports the broken connection on the posted
+// receive instead. The cost is one short message per long one, sent as the receive is
+// posted, so it overlaps with the sender's own preparation in pipelined collectives. A
+// long message to a receive of 4 KiB or less is never cleared and ends at the deadline
+// naming the held send, where it would otherwise be truncated.
+//
 // Progress: providers such as tcp;ofi_rxm progress only when the completion queue is read,
 // so everything moves inside WaitAll and Probe (and Abort, for its own messages): they
 // read the CQ, spin briefly, then sleep in fi_cq_sread (or short naps where the CQ has no

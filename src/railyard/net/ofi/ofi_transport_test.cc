@@ -209,6 +209,69 @@ TEST(OfiTransport, UnexpectedSendsAreBufferedUntilReceivesArePosted) {
   ExpectAllOk(st);
 }
 
+// A long message leaves only once its receive is posted (so rxm never holds a segmented or
+// rendezvous message from a peer whose connection may break); a short one behind it with
+// the same tag keeps its place; a clear-to-send that comes before its send is remembered.
+TEST(OfiTransport, LongSendWaitsForItsReceive) {
+  auto job = StartJob(2);
+  ASSERT_NE(job, nullptr);
+  Status held;
+  auto st = job->Run([&](int rank, Transport& t) -> Status {
+    auto long_msg = Pattern(64 << 10, 1);
+    auto short_msg = Pattern(100, 2);
+    if (rank == 0) {
+      RY_ASSIGN_OR_RETURN(Request s, t.PostSend(1, 7, long_msg.data(), long_msg.size()));
+      held = t.WaitAll({&s, 1}, Deadline::After(300ms));
+      RY_RETURN_IF_ERROR(job->store->Set("gave-up", "1", Soon()));
+      // Again, with a short message behind it: both must arrive, in order.
+      RY_ASSIGN_OR_RETURN(Request a, t.PostSend(1, 7, long_msg.data(), long_msg.size()));
+      RY_ASSIGN_OR_RETURN(Request b, t.PostSend(1, 7, short_msg.data(), short_msg.size()));
+      Request both[] = {a, b};
+      RY_RETURN_IF_ERROR(t.WaitAll(both, Soon()));
+      // The receives first this time (long, short, long): their clear-to-sends wait for the
+      // sends, and the short send must not take the second long one's.
+      uint8_t marker = 0;
+      RY_ASSIGN_OR_RETURN(Request m, t.PostRecv(1, 9, &marker, 1));
+      RY_RETURN_IF_ERROR(t.WaitAll({&m, 1}, Soon()));  // sent after the clear-to-sends
+      std::vector<Request> sends;
+      for (const auto* msg : {&long_msg, &short_msg, &long_msg}) {
+        RY_ASSIGN_OR_RETURN(Request c, t.PostSend(1, 8, msg->data(), msg->size()));
+        sends.push_back(c);
+      }
+      return t.WaitAll(sends, Soon());
+    }
+    RY_RETURN_IF_ERROR(job->store->Get("gave-up", Soon()).status());
+    std::vector<uint8_t> first(long_msg.size()), second(long_msg.size()), third(long_msg.size());
+    RY_ASSIGN_OR_RETURN(Request a, t.PostRecv(0, 7, first.data(), first.size()));
+    RY_ASSIGN_OR_RETURN(Request b, t.PostRecv(0, 7, second.data(), second.size()));
+    Request both[] = {a, b};
+    RY_RETURN_IF_ERROR(t.WaitAll(both, Soon()));
+    if (first != long_msg) return Internal("the long message is corrupted");
+    if (t.ReceivedBytes(b) != short_msg.size() ||
+        !std::equal(short_msg.begin(), short_msg.end(), second.begin())) {
+      return Internal("the short message did not come second ({} bytes)", t.ReceivedBytes(b));
+    }
+    std::vector<uint8_t> fourth(short_msg.size()), fifth(long_msg.size());
+    std::vector<Request> recvs;
+    for (auto* in : {&third, &fourth, &fifth}) {
+      RY_ASSIGN_OR_RETURN(Request c, t.PostRecv(0, 8, in->data(), in->size()));
+      recvs.push_back(c);
+    }
+    uint8_t marker = 1;
+    RY_ASSIGN_OR_RETURN(Request m, t.PostSend(0, 9, &marker, 1));
+    recvs.push_back(m);
+    RY_RETURN_IF_ERROR(t.WaitAll(recvs, Soon()));
+    if (third != long_msg || fourth != short_msg || fifth != long_msg) {
+      return Internal("the long, short, long messages are corrupted or out of order");
+    }
+    return Status::Ok();
+  });
+  ExpectAllOk(st);
+  EXPECT_EQ(held.code(), StatusCode::kDeadlineExceeded) << held.ToString();
+  EXPECT_NE(held.message().find("held: that rank has not posted the receive"), std::string::npos)
+      << held.message();
+}
+
 TEST(OfiTransport, SizesFromZeroTo64MiBWithContents) {
   auto job = StartJob(2);
   ASSERT_NE(job, nullptr);
