@@ -755,8 +755,15 @@ void TcpTransport::ReadInStream(InStream& in) {
       r = ::recv(in.fd.get(), in.payload_dst + in.payload_done, in.hdr.length - in.payload_done,
                  MSG_DONTWAIT);
       if (r > 0) {
+        const bool drained = static_cast<uint64_t>(r) < in.hdr.length - in.payload_done;
         in.payload_done += static_cast<uint64_t>(r);
         if (in.payload_done == in.hdr.length) FinishFrame(in);
+        // A short read emptied the socket: epoll is level-triggered and reports the next
+        // bytes, so a read that would only say EAGAIN is saved (one syscall per message).
+        if (drained) {
+          ConsumeInStream(in);
+          return;
+        }
         continue;
       }
     } else {
@@ -766,9 +773,14 @@ void TcpTransport::ReadInStream(InStream& in) {
         in.rx_end -= in.rx_begin;
         in.rx_begin = 0;
       }
-      r = ::recv(in.fd.get(), in.rx.get() + in.rx_end, kRxBufferBytes - in.rx_end, MSG_DONTWAIT);
+      const size_t room = kRxBufferBytes - in.rx_end;
+      r = ::recv(in.fd.get(), in.rx.get() + in.rx_end, room, MSG_DONTWAIT);
       if (r > 0) {
         in.rx_end += static_cast<size_t>(r);
+        if (static_cast<size_t>(r) < room) {  // drained, as above
+          ConsumeInStream(in);
+          return;
+        }
         continue;
       }
     }
