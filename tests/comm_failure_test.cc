@@ -26,7 +26,7 @@ struct Job {
   std::vector<base::Child> ranks;
 };
 
-Job StartJob(const std::string& transport) {
+Job StartJob(const std::string& transport, const std::string& algorithm = "ring") {
   Job job;
   std::string secret = base::ToHex(base::RandomBytes(16));
   auto server = net::TcpStoreServer::Start({.bind_ip = "127.0.0.1", .port = 0, .secret = secret});
@@ -46,7 +46,7 @@ Job StartJob(const std::string& transport) {
              {"RAILYARD_TRANSPORT", transport},
              {"RAILYARD_SOCKET_IFNAME", "=lo"},
              {"RAILYARD_OFI_DOMAIN", "lo"},
-             {"RAILYARD_COMM_ALGO", "ring"}};
+             {"RAILYARD_COMM_ALGO", algorithm}};
     auto child = base::Child::Spawn(o);
     EXPECT_TRUE(child.ok()) << child.status().ToString();
     if (child.ok()) job.ranks.push_back(std::move(*child));
@@ -105,6 +105,25 @@ TEST_P(CommFailureTest, StoppedRankIsNamedByEverySurvivor) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, CommFailureTest, ::testing::ValuesIn(net::TransportNames()));
+
+// The shm allreduce through the shared window waits on peers' window counters, not on
+// messages: a rank killed or stopped there is named too.
+TEST(CommFailureWindow, KilledRankInsideTheWindowAllreduceIsNamed) {
+  Job job = StartJob("shm", "window");
+  ASSERT_EQ(job.ranks.size(), static_cast<size_t>(kRanks));
+  ASSERT_NO_FATAL_FAILURE(WaitUntilTiming(job));
+  job.ranks[2].SignalGroup(SIGKILL);
+  ExpectSurvivorsName(job, 2, "shm window");
+}
+
+TEST(CommFailureWindow, StoppedRankInsideTheWindowAllreduceIsNamed) {
+  Job job = StartJob("shm", "window");
+  ASSERT_EQ(job.ranks.size(), static_cast<size_t>(kRanks));
+  ASSERT_NO_FATAL_FAILURE(WaitUntilTiming(job));
+  job.ranks[1].SignalGroup(SIGSTOP);
+  ExpectSurvivorsName(job, 1, "shm window");
+  job.ranks[1].KillAndReap();
+}
 
 TEST(CommRendezvous, UnreachableStoreIsNamedAtTheDeadline) {
   base::SpawnOptions o;

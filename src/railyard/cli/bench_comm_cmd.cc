@@ -292,7 +292,7 @@ void RegisterBenchCommCommand(CLI::App* bench, Action* action) {
   c->add_option("--redop", f->redop, "sum, prod, min, max, avg")->capture_default_str();
   c->add_option("--sizes", f->sizes, "MIN:MAX bytes per rank buffer, doubling")
       ->capture_default_str();
-  c->add_option("--algorithm", f->algorithm, "auto, ring, rd, tree, pairwise, hier")
+  c->add_option("--algorithm", f->algorithm, "auto, ring, rd, tree, pairwise, hier, window (allreduce through the shm shared window)")
       ->capture_default_str();
   c->add_option("--iters", f->iters, "timed iterations per size")->capture_default_str();
   c->add_option("--warmup", f->warmup, "untimed iterations per size")->capture_default_str();

@@ -89,7 +89,8 @@ TEST_P(CollectivesTest, AllreduceEveryTypeOpAndSize) {
       for (DataType t : kTypes) {
         for (ReduceOp op : kOps) {
           for (size_t count : Counts(n, LargeFor(n) && (op == ReduceOp::kSum || t == DataType::kF32))) {
-            for (Algorithm a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kRecursiveDoubling}) {
+            for (Algorithm a : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kRecursiveDoubling,
+                                Algorithm::kWindow}) {
               if (a != Algorithm::kAuto && count > 100000) continue;
               auto in = Inputs(t, op, c.rank(), count);
               std::vector<char> out(in.size()), want(in.size());

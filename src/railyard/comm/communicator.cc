@@ -80,6 +80,7 @@ std::string_view AlgorithmName(Algorithm a) {
     case Algorithm::kTree: return "tree";
     case Algorithm::kPairwise: return "pairwise";
     case Algorithm::kHierarchical: return "hier";
+    case Algorithm::kWindow: return "window";
   }
   return "?";
 }
@@ -91,8 +92,9 @@ Result<Algorithm> ParseAlgorithm(std::string_view text) {
   if (text == "tree") return Algorithm::kTree;
   if (text == "pairwise") return Algorithm::kPairwise;
   if (text == "hier" || text == "hierarchical") return Algorithm::kHierarchical;
-  return InvalidArgument("unknown algorithm '{}'; expected auto, ring, rd, tree, pairwise or "
-                         "hier", text);
+  if (text == "window") return Algorithm::kWindow;
+  return InvalidArgument("unknown algorithm '{}'; expected auto, ring, rd, tree, pairwise, "
+                         "hier or window", text);
 }
 
 Result<CommOptions> CommOptions::FromEnvironment() {
@@ -364,13 +366,17 @@ Status Communicator::Allreduce(const void* send, void* recv, size_t count, DataT
   DrainAsync();
   OpDesc d{OpKind::kAllreduce, type, op, -1, count};
   Algorithm a = Choose(options.algorithm, options_.algorithm);
+  const bool window = transport_->WindowBytes() > 0;
   if (a == Algorithm::kAuto && local_ == nullptr) {
-    // Ring needs at least an element per rank to be worth its 2(n-1) steps.
+    // Ring needs at least an element per rank to be worth its 2(n-1) steps. The shared
+    // window moves fewer bytes than the ring from 3 ranks on (see window.cc).
     a = count * SizeOf(type) <= options_.small_message_bytes || count < static_cast<size_t>(size_)
             ? Algorithm::kRecursiveDoubling
-            : Algorithm::kRing;
+        : window && size_ >= 3 ? Algorithm::kWindow
+                               : Algorithm::kRing;
   }
   if (a == Algorithm::kHierarchical && local_ == nullptr) a = Algorithm::kRing;
+  if (a == Algorithm::kWindow && (!window || size_ < 2)) a = Algorithm::kRing;
   if (a == Algorithm::kAuto) {
     a = local_ != nullptr ? Algorithm::kHierarchical : Algorithm::kRing;
   }
@@ -389,6 +395,7 @@ Status Communicator::Allreduce(const void* send, void* recv, size_t count, DataT
       FinishAverage(type, op, r, count, size_);
       return Status::Ok();
     }
+    if (a == Algorithm::kWindow) return WindowAllreduce(c, s, r, count, type, op);
     return a == Algorithm::kRing ? RingAllreduce(c, s, r, count, type, op)
                                  : RecursiveDoublingAllreduce(c, s, r, count, type, op);
   });

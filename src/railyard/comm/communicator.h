@@ -47,9 +47,17 @@
 
 namespace railyard::comm {
 
-enum class Algorithm { kAuto, kRing, kRecursiveDoubling, kTree, kPairwise, kHierarchical };
+enum class Algorithm {
+  kAuto,
+  kRing,
+  kRecursiveDoubling,
+  kTree,
+  kPairwise,
+  kHierarchical,
+  kWindow,  // allreduce through the shm transport's shared window (else ring)
+};
 std::string_view AlgorithmName(Algorithm algorithm);
-// "auto", "ring", "rd" (or "recursive_doubling"), "tree", "pairwise", "hier".
+// "auto", "ring", "rd" (or "recursive_doubling"), "tree", "pairwise", "hier", "window".
 Result<Algorithm> ParseAlgorithm(std::string_view text);
 
 struct CommOptions {

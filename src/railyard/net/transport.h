@@ -136,6 +136,27 @@ class Transport {
     return Unimplemented("{} transport: consuming receives are not supported", name());
   }
 
+  // A shared window (shm only): WindowBytes() of memory per rank that every rank of the
+  // transport has mapped, so a collective can read peers' data in place instead of passing
+  // it through rings. Only its owner writes a rank's window; PublishWindow(v) raises the
+  // owner's counter to v after its writes (release), and WaitWindow(v) returns once every
+  // rank's counter is at least v (acquire), so what they wrote before is visible. It serves
+  // requests meanwhile and fails, naming the rank, when one died, aborted, or did not get
+  // there by the deadline. Counters only grow: ranks that run the same window steps in the
+  // same order agree on their values. WindowBytes() is 0 (and the rest unusable) where the
+  // backend has none, or where any rank could not allocate its window.
+  virtual size_t WindowBytes() const { return 0; }
+  virtual char* Window(int rank) {
+    (void)rank;
+    return nullptr;
+  }
+  virtual uint64_t WindowCounter() const { return 0; }
+  virtual void PublishWindow(uint64_t value) { (void)value; }
+  virtual Status WaitWindow(uint64_t value, base::Deadline deadline) {
+    (void)value, (void)deadline;
+    return Unimplemented("{} transport: no shared window", name());
+  }
+
   // Asks `ranks` whether they are alive and what they do. Answers come from peers that are
   // inside a WaitAll (or Probe) themselves. Never fails: unreachable peers are reported.
   virtual std::vector<ProbeResult> Probe(std::span<const int> ranks, base::Deadline deadline) = 0;

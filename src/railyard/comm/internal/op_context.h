@@ -102,7 +102,7 @@ inline std::vector<std::pair<size_t, size_t>> Pieces(size_t bytes, size_t piece,
   return out;
 }
 
-// Algorithms (ring.cc, small.cc). `send` may equal `recv` where the collective allows.
+// Algorithms (ring.cc, small.cc, window.cc). `send` may equal `recv` where the collective allows.
 Status RingAllreduce(OpContext& c, const char* send, char* recv, size_t count, DataType type,
                      ReduceOp op);
 Status RingReduceScatter(OpContext& c, const char* send, char* recv, size_t recv_count,
@@ -111,6 +111,9 @@ Status RingAllgather(OpContext& c, const char* send, char* recv, size_t send_byt
 Status ChainBroadcast(OpContext& c, char* data, size_t bytes, int root);
 Status RecursiveDoublingAllreduce(OpContext& c, const char* send, char* recv, size_t count,
                                   DataType type, ReduceOp op);
+// Through the transport's shared window (window.cc); FAILED_PRECONDITION without one.
+Status WindowAllreduce(OpContext& c, const char* send, char* recv, size_t count, DataType type,
+                       ReduceOp op);
 Status TreeBroadcast(OpContext& c, char* data, size_t bytes, int root);
 Status TreeReduce(OpContext& c, const char* send, char* recv, size_t count, DataType type,
                   ReduceOp op, int root);

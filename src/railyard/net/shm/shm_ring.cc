@@ -32,19 +32,22 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free);
 
 }  // namespace
 
-SegmentLayout SegmentLayout::For(int size, uint64_t ring_bytes) {
+SegmentLayout SegmentLayout::For(int size, uint64_t ring_bytes, uint64_t window_bytes) {
   SegmentLayout l;
   l.size = size;
   l.ring_bytes = ring_bytes;
+  l.window_bytes = window_bytes;
   l.probe_offset = RoundUp(sizeof(SegmentHeader), 256);
   l.control_offset = l.probe_offset + static_cast<size_t>(size) * sizeof(ProbeSlot);
   l.data_offset =
       RoundUp(l.control_offset + static_cast<size_t>(size) * sizeof(RingControl), kRingAlign);
-  l.total_bytes = l.data_offset + static_cast<size_t>(size) * ring_bytes;
+  l.window_offset = l.data_offset + static_cast<size_t>(size) * ring_bytes;
+  l.total_bytes = l.window_offset + window_bytes;
   return l;
 }
 
-Result<Segment> Segment::Create(const std::string& name, const SegmentLayout& layout) {
+Result<Segment> Segment::Create(const std::string& name, const SegmentLayout& asked) {
+  SegmentLayout layout = asked;
   base::UniqueFd fd(::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600));
   if (!fd.valid()) return ErrnoStatus(errno, "shm_open(" + name + ", O_CREAT|O_EXCL)");
   Segment seg;
@@ -56,6 +59,14 @@ Result<Segment> Segment::Create(const std::string& name, const SegmentLayout& la
     return ErrnoStatus(errno, fmt::format("ftruncate({}, {} bytes) (is /dev/shm full?)", name,
                                           layout.total_bytes));
   }
+  if (layout.window_bytes > 0 &&
+      ::posix_fallocate(fd.get(), static_cast<off_t>(layout.window_offset),
+                        static_cast<off_t>(layout.window_bytes)) != 0) {
+    layout = SegmentLayout::For(layout.size, layout.ring_bytes, 0);  // the rings are enough
+    if (::ftruncate(fd.get(), static_cast<off_t>(layout.total_bytes)) != 0) {
+      return ErrnoStatus(errno, fmt::format("ftruncate({}, {} bytes)", name, layout.total_bytes));
+    }
+  }
   void* p = ::mmap(nullptr, layout.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
   if (p == MAP_FAILED) return ErrnoStatus(errno, "mmap(" + name + ")");
   seg.base_ = static_cast<char*>(p);
@@ -66,6 +77,7 @@ Result<Segment> Segment::Create(const std::string& name, const SegmentLayout& la
   h->size = layout.size;
   h->ring_bytes = layout.ring_bytes;
   h->total_bytes = layout.total_bytes;
+  h->window_bytes = layout.window_bytes;
   h->pid = static_cast<int32_t>(::getpid());
   for (int r = 0; r < layout.size; ++r) {
     new (seg.probe_slot(r)) ProbeSlot();
@@ -103,8 +115,8 @@ Result<Segment> Segment::Open(const std::string& name, const std::string& who) {
         "{}: shm segment {} is not a railyard v{} segment (magic {:#x}, version {})", who, name,
         kSegmentVersion, magic, h->version);
   }
-  seg.layout_ = SegmentLayout::For(h->size, h->ring_bytes);
-  if (h->ring_bytes == 0 || h->ring_bytes % kRingAlign != 0 ||
+  seg.layout_ = SegmentLayout::For(h->size, h->ring_bytes, h->window_bytes);
+  if (h->ring_bytes == 0 || h->ring_bytes % kRingAlign != 0 || h->window_bytes > (uint64_t{1} << 40) ||
       seg.layout_.total_bytes != h->total_bytes || h->total_bytes > seg.mapped_bytes_) {
     return FailedPrecondition(
         "{}: shm segment {} has an inconsistent layout ({} ranks, {}-byte rings, {} bytes, file {} "

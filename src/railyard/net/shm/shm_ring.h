@@ -8,7 +8,10 @@
 //   - one probe slot per peer (request/answer sequence numbers and the answer's activity);
 //   - one inbound SPSC byte ring per sending rank: `head` is written only by the sender,
 //     `tail` only by the owner, each on its own pair of cache lines, published with
-//     release stores and read with acquire loads.
+//     release stores and read with acquire loads;
+//   - optionally a shared window (window_bytes, preallocated) that only the owner writes and
+//     every peer reads, ordered by the owner's `window_seq` counter (release store; readers
+//     acquire), for collectives that read peers' data in place.
 // Every peer maps every other rank's segment, writes its outbound stream into its ring
 // there and rings that rank's doorbell.
 //
@@ -30,7 +33,7 @@
 namespace railyard::net::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x31676573796c6972ULL;  // "rilyseg1"
-inline constexpr uint32_t kSegmentVersion = 1;
+inline constexpr uint32_t kSegmentVersion = 2;  // 2: shared window
 inline constexpr size_t kMaxActivityBytes = 224;
 inline constexpr size_t kMaxAbortReasonBytes = 1024;
 // Ring sizes are multiples of this; message headers start on such boundaries so a header is
@@ -63,10 +66,12 @@ struct SegmentHeader {
   int32_t pid;
   uint64_t ring_bytes;
   uint64_t total_bytes;
+  uint64_t window_bytes;  // 0: no window (not asked for, or /dev/shm had no room)
   uint8_t auth[32];  // HmacSha256(secret, AuthMessage(...)): proves the creator knows the secret
 
   alignas(128) std::atomic<uint32_t> doorbell{0};  // futex word; bumped by wakers
   alignas(128) std::atomic<uint32_t> sleeping{0};  // 1 while the owner may be in futex_wait
+  alignas(128) std::atomic<uint64_t> window_seq{0};  // written by the owner only
   alignas(128) std::atomic<uint32_t> probe_flag{0};
   std::atomic<uint32_t> abort_state{0};  // 0 none, 1 being written, 2 set
   int32_t abort_rank = -1;
@@ -81,15 +86,19 @@ struct SegmentLayout {
   size_t probe_offset = 0;
   size_t control_offset = 0;
   size_t data_offset = 0;
+  uint64_t window_bytes = 0;
+  size_t window_offset = 0;
   size_t total_bytes = 0;
-  static SegmentLayout For(int size, uint64_t ring_bytes);
+  static SegmentLayout For(int size, uint64_t ring_bytes, uint64_t window_bytes = 0);
 };
 
 // A mapped segment. The creator owns the name and unlinks it (Unlink, or on destruction).
 class Segment {
  public:
   // Creates and maps `name` ("/railyard-shm-...") with O_EXCL and mode 0600, zero-filled.
-  // The header is initialised except `magic` and `auth`, which the caller fills.
+  // The header is initialised except `magic` and `auth`, which the caller fills. The window
+  // is preallocated (a later page fault on a full /dev/shm would be SIGBUS); where that
+  // fails the segment has no window.
   static Result<Segment> Create(const std::string& name, const SegmentLayout& layout);
   // Maps an existing segment and checks its size against its header. `who` names the owner in
   // errors ("rank 2 (node1 pid 77)").
@@ -108,6 +117,7 @@ class Segment {
   ProbeSlot* probe_slot(int prober) const;
   RingControl* ring_control(int sender) const;
   char* ring_data(int sender) const;
+  char* window() const { return layout_.window_bytes > 0 ? base_ + layout_.window_offset : nullptr; }
 
   // Fills / checks header()->auth = HmacSha256(secret, name, rank, pid): only a rank that
   // knows the job secret can make a segment its peers accept. Sign before publishing magic.

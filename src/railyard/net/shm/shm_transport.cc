@@ -154,9 +154,21 @@ class ShmTransport final : public Transport {
   void SetActivity(std::string activity) override { activity_ = std::move(activity); }
   void Abort(std::string_view reason, Deadline deadline) override;
 
+  size_t WindowBytes() const override { return window_bytes_; }
+  char* Window(int rank) override {
+    if (window_bytes_ == 0 || rank < 0 || rank >= size_) return nullptr;
+    return rank == rank_ ? own_.window() : P(rank).segment.window();
+  }
+  uint64_t WindowCounter() const override {
+    return own_.header()->window_seq.load(std::memory_order_relaxed);
+  }
+  void PublishWindow(uint64_t value) override;
+  Status WaitWindow(uint64_t value, Deadline deadline) override;
+
  private:
   std::string Me() const { return DescribePeer(infos_[static_cast<size_t>(rank_)]); }
   Peer& P(int r) { return peers_[static_cast<size_t>(r)]; }
+  const Peer& P(int r) const { return peers_[static_cast<size_t>(r)]; }
   Status ConnectPeer(int r, const std::string& value);
   Status Usable();
   void SetFatal(Status s) {
@@ -211,6 +223,7 @@ class ShmTransport final : public Transport {
   std::string activity_;
   uint64_t probe_seq_ = 0;
   base::Clock::time_point next_liveness_check_{};
+  size_t window_bytes_ = 0;  // the smallest of all ranks' windows: 0 if any has none
 
   std::atomic<bool> aborted_{false};
   std::mutex abort_mu_;
@@ -228,7 +241,9 @@ Status ShmTransport::Start(Deadline deadline) {
   static std::atomic<int> counter{0};
   const int pid = infos_[static_cast<size_t>(rank_)].pid;
   std::string name = fmt::format("/{}r{}-p{}-{}", prefix, rank_, pid, counter.fetch_add(1));
-  RY_ASSIGN_OR_RETURN(own_, Segment::Create(name, shm::SegmentLayout::For(size_, shm_.ring_bytes)));
+  RY_ASSIGN_OR_RETURN(
+      own_, Segment::Create(name, shm::SegmentLayout::For(size_, shm_.ring_bytes,
+                                                          size_ > 1 ? shm_.window_bytes : 0)));
   SegmentHeader* h = own_.header();
   h->rank = rank_;
   own_.Sign(options_.secret);
@@ -268,6 +283,12 @@ Status ShmTransport::Start(Deadline deadline) {
   RY_RETURN_IF_ERROR(store.Set(key("mapped", rank_), "1", deadline));
   RY_RETURN_IF_ERROR(wait_all("mapped"));
   own_.Unlink();
+  // Every rank computes the same minimum from the same segments, so all agree on whether
+  // window collectives run.
+  window_bytes_ = own_.layout().window_bytes;
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_) window_bytes_ = std::min<size_t>(window_bytes_, P(r).segment.layout().window_bytes);
+  }
   started_.store(true, std::memory_order_release);
   if (aborted_.load()) {  // an Abort that raced with Start
     std::string reason;
@@ -670,6 +691,69 @@ void ShmTransport::Cancel(Op* op) {
     if (p != nullptr && p->incoming.op == op) p->incoming.op = nullptr;  // discard the rest
   }
   Finish(op, DeadlineExceeded("abandoned at a deadline"));
+}
+
+void ShmTransport::PublishWindow(uint64_t value) {
+  own_.header()->window_seq.store(value, std::memory_order_release);
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_) shm::WakeIfSleeping(P(r).header);
+  }
+}
+
+Status ShmTransport::WaitWindow(uint64_t value, Deadline deadline) {
+  if (window_bytes_ == 0) return FailedPrecondition("{}: the shm transport has no shared window", Me());
+  auto behind = [&](int r) {
+    return r != rank_ && P(r).header->window_seq.load(std::memory_order_acquire) < value;
+  };
+  auto all_there = [&] {
+    for (int r = 0; r < size_; ++r) {
+      if (behind(r)) return false;
+    }
+    return true;
+  };
+  const auto spin = std::chrono::duration_cast<base::Duration>(shm_.spin);
+  base::Clock::time_point idle_since = base::Clock::now();
+  for (;;) {
+    if (all_there()) return Status::Ok();
+    RY_RETURN_IF_ERROR(Usable());
+    bool moved = Progress();
+    AnswerProbes();
+    if (!fatal_.ok()) return fatal_;
+    base::Clock::time_point now = base::Clock::now();
+    if (now >= next_liveness_check_) {
+      next_liveness_check_ = now + kLivenessTick;
+      CheckLiveness();
+      for (int r = 0; r < size_ && fatal_.ok(); ++r) {
+        if (behind(r) && P(r).watch.Exited()) {
+          SetFatal(Unavailable("{}: process exited before its shared-window step {}",
+                               DescribePeer(P(r).info), value));
+        }
+      }
+      if (!fatal_.ok()) return fatal_;
+    }
+    if (deadline.Expired()) {
+      std::vector<int> ranks;
+      for (int r = 0; r < size_; ++r) {
+        if (behind(r)) ranks.push_back(r);
+      }
+      std::string detail;
+      for (int r : ranks) {
+        detail += fmt::format("; {} at step {}", DescribePeer(P(r).info),
+                              P(r).header->window_seq.load(std::memory_order_relaxed));
+      }
+      return DeadlineExceeded("{}: deadline passed waiting for ranks {} to reach shared-window "
+                              "step {}{}", Me(), DescribeRanks(ranks), value, detail);
+    }
+    if (moved) {
+      idle_since = now;
+      continue;
+    }
+    if (now - idle_since < spin) {
+      for (int i = 0; i < 32; ++i) CpuRelax();
+      continue;
+    }
+    Sleep(deadline, [&] { return all_there() || HasWork(); });
+  }
 }
 
 Status ShmTransport::WaitAll(std::span<const Request> requests, Deadline deadline) {

@@ -438,6 +438,48 @@ TEST_F(ShmTransportTest, DeadlineNamesThePendingPeerAndLeavesTheTransportUsable)
   EXPECT_EQ(v, 42u);
 }
 
+// Each rank writes its own window; a peer sees those bytes once the writer's counter is
+// published; a rank that never gets to a step is named at the deadline.
+TEST_F(ShmTransportTest, WindowIsSharedAndOrderedByCounters) {
+  StartAll(3, ShmOptions{.window_bytes = 64 << 10});
+  ASSERT_EQ(T(0).WindowBytes(), size_t{64} << 10);
+  EXPECT_EQ(T(1).Window(1), T(1).Window(1));
+  EXPECT_EQ(T(0).Window(3), nullptr);
+  auto st = RunRanks([](Transport& t) -> Status {
+    for (uint64_t step = 1; step <= 50; ++step) {
+      // Peers read the previous step's bytes before this rank overwrites them.
+      RY_RETURN_IF_ERROR(t.WaitWindow(2 * step - 2, Soon()));
+      std::memset(t.Window(t.rank()), static_cast<int>(step * 3 + t.rank()), 64 << 10);
+      t.PublishWindow(2 * step - 1);
+      RY_RETURN_IF_ERROR(t.WaitWindow(2 * step - 1, Soon()));
+      for (int r = 0; r < t.size(); ++r) {
+        const char* w = t.Window(r);
+        for (size_t i = 0; i < (64 << 10); i += 4093) {
+          if (w[i] != static_cast<char>(step * 3 + r)) {
+            return Internal("step {}: rank {}'s window byte {} is {}", step, r, i, int{w[i]});
+          }
+        }
+      }
+      t.PublishWindow(2 * step);
+    }
+    return t.WindowCounter() == 100 ? Status::Ok() : Internal("counter {}", t.WindowCounter());
+  });
+  for (int r = 0; r < 3; ++r) EXPECT_TRUE(st[r].ok()) << "rank " << r << ": " << st[r].ToString();
+  T(0).PublishWindow(101);
+  T(1).PublishWindow(101);
+  Status late = T(0).WaitWindow(101, Deadline::After(100ms));
+  EXPECT_EQ(late.code(), StatusCode::kDeadlineExceeded) << late.ToString();
+  EXPECT_NE(late.message().find("rank 2 (testhost pid"), std::string::npos) << late.message();
+  EXPECT_NE(late.message().find("at step 100"), std::string::npos) << late.message();
+}
+
+TEST_F(ShmTransportTest, NoWindowWhenNotAskedFor) {
+  StartAll(2, ShmOptions{.window_bytes = 0});
+  EXPECT_EQ(T(0).WindowBytes(), 0u);
+  EXPECT_EQ(T(0).Window(0), nullptr);
+  EXPECT_EQ(T(0).WaitWindow(1, Soon()).code(), StatusCode::kFailedPrecondition);
+}
+
 TEST_F(ShmTransportTest, AbortReachesEveryPeerWithTheReason) {
   StartAll(3);
   std::vector<Status> st(3);
@@ -649,6 +691,34 @@ TEST_F(ShmForkTest, PeerKilledMidTransferFailsTheWaitNamingIt) {
             std::string::npos)
       << st.message();
   EXPECT_NE(st.message().find("process exited"), std::string::npos) << st.message();
+  EXPECT_EQ(child.Wait(), 128 + SIGKILL);
+}
+
+TEST_F(ShmForkTest, PeerKilledBeforeAWindowStepIsNamed) {
+  ASSERT_FALSE(dir_.path().empty());
+  DirStore store(dir_.path());
+  Child child([&] {
+    auto t = Make(1, &store);
+    if (!t || !t->Start(Soon()).ok()) return 10;
+    t->PublishWindow(1);
+    (void)t->WaitWindow(2, Soon());  // killed in here
+    return 12;
+  });
+  auto t = Make(0, &store);
+  ASSERT_NE(t, nullptr);
+  ASSERT_TRUE(t->Start(Soon()).ok());
+  ASSERT_GT(t->WindowBytes(), 0u);
+  ASSERT_TRUE(t->WaitWindow(1, Soon()).ok());
+  ASSERT_EQ(::kill(child.pid(), SIGKILL), 0);
+  t->PublishWindow(2);
+  Status st = t->WaitWindow(2, Deadline::After(300s));
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
+  EXPECT_NE(st.message().find(fmt::format("rank 1 (testhost pid {})", child.pid())),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("process exited before its shared-window step 2"),
+            std::string::npos)
+      << st.message();
   EXPECT_EQ(child.Wait(), 128 + SIGKILL);
 }
 
