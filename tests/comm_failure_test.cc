@@ -108,22 +108,20 @@ INSTANTIATE_TEST_SUITE_P(Transports, CommFailureTest, ::testing::ValuesIn(net::T
 
 // The shm allreduce through the shared window waits on peers' window counters, not on
 // messages: a rank killed or stopped there is named too.
-TEST(CommFailureWindow, KilledRankInsideTheWindowAllreduceIsNamed) {
+class CommFailureWindow : public ::testing::TestWithParam<int> {};
+
+TEST_P(CommFailureWindow, RankSignalledInsideTheWindowAllreduceIsNamed) {
+  const int signal = GetParam();
+  const int victim = signal == SIGKILL ? 2 : 1;
   Job job = StartJob("shm", "window");
   ASSERT_EQ(job.ranks.size(), static_cast<size_t>(kRanks));
   ASSERT_NO_FATAL_FAILURE(WaitUntilTiming(job));
-  job.ranks[2].SignalGroup(SIGKILL);
-  ExpectSurvivorsName(job, 2, "shm window");
+  job.ranks[victim].SignalGroup(signal);
+  ExpectSurvivorsName(job, victim, "shm window");
+  if (signal == SIGSTOP) job.ranks[victim].KillAndReap();
 }
 
-TEST(CommFailureWindow, StoppedRankInsideTheWindowAllreduceIsNamed) {
-  Job job = StartJob("shm", "window");
-  ASSERT_EQ(job.ranks.size(), static_cast<size_t>(kRanks));
-  ASSERT_NO_FATAL_FAILURE(WaitUntilTiming(job));
-  job.ranks[1].SignalGroup(SIGSTOP);
-  ExpectSurvivorsName(job, 1, "shm window");
-  job.ranks[1].KillAndReap();
-}
+INSTANTIATE_TEST_SUITE_P(KillAndStop, CommFailureWindow, ::testing::Values(SIGKILL, SIGSTOP));
 
 TEST(CommRendezvous, UnreachableStoreIsNamedAtTheDeadline) {
   base::SpawnOptions o;

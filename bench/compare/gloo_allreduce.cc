@@ -31,58 +31,9 @@
 #include <string>
 #include <vector>
 
+#include "allreduce_measure.h"
+
 namespace {
-
-// The same values as railyard's comm/bench.cc, so both sides reduce the same data.
-float Value(int rank, size_t i) {
-  return static_cast<float>(1 + (static_cast<size_t>(rank) * 7 + i * 3) % 5);
-}
-
-struct Options {
-  std::vector<uint64_t> sizes;
-  int iters = 20;
-  int warmup = 5;
-  int timeout_s = 60;
-};
-
-bool ParseOptions(int argc, char** argv, Options& o, std::string& error) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (i + 1 >= argc) {
-      error = "option '" + arg + "' needs a value";
-      return false;
-    }
-    std::string value = argv[++i];
-    if (arg == "--iters") {
-      o.iters = std::atoi(value.c_str());
-    } else if (arg == "--warmup") {
-      o.warmup = std::atoi(value.c_str());
-    } else if (arg == "--timeout-s") {
-      o.timeout_s = std::atoi(value.c_str());
-    } else if (arg == "--sizes") {
-      size_t pos = 0;
-      while (pos <= value.size()) {
-        size_t comma = value.find(',', pos);
-        if (comma == std::string::npos) comma = value.size();
-        uint64_t bytes = std::strtoull(value.substr(pos, comma - pos).c_str(), nullptr, 10);
-        if (bytes < sizeof(float)) {
-          error = "--sizes '" + value + "': expected a comma list of byte counts >= 4";
-          return false;
-        }
-        o.sizes.push_back(bytes);
-        pos = comma + 1;
-      }
-    } else {
-      error = "unknown option '" + arg + "'; expected --sizes, --iters, --warmup or --timeout-s";
-      return false;
-    }
-  }
-  if (o.sizes.empty() || o.iters < 1 || o.warmup < 0 || o.timeout_s < 1) {
-    error = "need --sizes, --iters >= 1, --warmup >= 0 and --timeout-s >= 1";
-    return false;
-  }
-  return true;
-}
 
 int EnvInt(const char* name, int fallback) {
   const char* v = std::getenv(name);
@@ -101,7 +52,7 @@ T ReduceScalar(const std::shared_ptr<gloo::Context>& ctx, T value, gloo::Allredu
   return value;
 }
 
-std::string Run(const Options& o, int rank, int n, const std::string& store_dir,
+std::string Run(const compare::Options& o, int rank, int n, const std::string& store_dir,
                 const std::string& host) {
   gloo::transport::tcp::attr attr;
   attr.hostname = host;
@@ -119,28 +70,19 @@ std::string Run(const Options& o, int rank, int n, const std::string& store_dir,
   std::string json = "[";
   for (size_t s = 0; s < o.sizes.size(); ++s) {
     const uint64_t count = o.sizes[s] / sizeof(float);
-    std::vector<float> send(count), recv(count, 0.0f), want(count);
-    for (uint64_t i = 0; i < count; ++i) {
-      send[i] = Value(rank, i);
-      float acc = Value(0, i);
-      for (int r = 1; r < n; ++r) acc += Value(r, i);
-      want[i] = acc;
-    }
+    compare::Buffers b(rank, n, count);
     // The options (and their unbound buffers) are built once per size and reused for every
     // iteration: the best case for Gloo, as a framework that caches them would see.
     gloo::AllreduceOptions opts(ctx);
     opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
-    opts.setInput(send.data(), count);
-    opts.setOutput(recv.data(), count);
+    opts.setInput(b.send.data(), count);
+    opts.setOutput(b.recv.data(), count);
     opts.setReduceFunction(
         static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
     opts.setTag(kDataTag);
 
     gloo::allreduce(opts);
-    int64_t wrong = 0;
-    for (uint64_t i = 0; i < count; ++i) {
-      if (std::memcmp(&recv[i], &want[i], sizeof(float)) != 0) ++wrong;
-    }
+    int64_t wrong = b.Wrong();
     for (int i = 0; i < o.warmup; ++i) gloo::allreduce(opts);
     gloo::BarrierOptions barrier(ctx);
     barrier.setTag(kBarrierTag);
@@ -157,18 +99,7 @@ std::string Run(const Options& o, int rank, int n, const std::string& store_dir,
         ctx, wrong,
         static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<int64_t>),
         kWrongTag);
-    const uint64_t bytes = count * sizeof(float);
-    const double algbw = seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0;
-    const double busbw = algbw * 2.0 * (n - 1) / n;
-    char row[256];
-    std::snprintf(row, sizeof(row),
-                  "%s\n  {\"size_bytes\": %llu, \"count\": %llu, \"type\": \"f32\", "
-                  "\"time_us\": %.4f, \"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, "
-                  "\"wrong\": %lld}",
-                  s == 0 ? "" : ",", static_cast<unsigned long long>(bytes),
-                  static_cast<unsigned long long>(count), seconds * 1e6, algbw, busbw,
-                  static_cast<long long>(wrong));
-    json += row;
+    json += compare::Row(s == 0, count, seconds, n, wrong);
   }
   return json + "\n]\n";
 }
@@ -176,9 +107,9 @@ std::string Run(const Options& o, int rank, int n, const std::string& store_dir,
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
+  compare::Options o;
   std::string error;
-  if (!ParseOptions(argc, argv, o, error)) {
+  if (!compare::ParseOptions(argc, argv, /*with_timeout=*/true, o, error)) {
     std::fprintf(stderr, "gloo_allreduce: %s\n", error.c_str());
     return 2;
   }

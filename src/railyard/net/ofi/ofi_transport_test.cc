@@ -18,6 +18,7 @@
 #include "railyard/base/files.h"
 #include "railyard/base/subprocess.h"
 #include "railyard/base/temp_dir_testing.h"
+#include "railyard/net/file_store.h"
 
 namespace railyard::net {
 namespace {
@@ -569,43 +570,6 @@ TEST(OfiTransport, UnknownProviderListsAvailableOnes) {
 
 // ---- a real second process ------------------------------------------------------------
 
-// A store in a directory, for ranks in different processes: one file per key, replaced
-// atomically; readers poll (bounded by their deadline).
-class DirStore final : public Store {
- public:
-  explicit DirStore(std::string dir) : dir_(std::move(dir)) {}
-  Status Set(std::string_view key, std::string_view value, Deadline) override {
-    return base::WriteFileAtomic(Path(key), value);
-  }
-  Result<std::string> Get(std::string_view key, Deadline deadline) override {
-    for (;;) {
-      auto v = base::ReadFile(Path(key));
-      if (v.ok() || v.status().code() != StatusCode::kNotFound) return v;
-      if (deadline.Expired()) return DeadlineExceeded("{}: key '{}' never set", Describe(), key);
-      std::this_thread::sleep_for(2ms);
-    }
-  }
-  Result<int64_t> Add(std::string_view, int64_t, Deadline) override {
-    return Unimplemented("DirStore::Add");
-  }
-  Result<std::string> CompareAndSet(std::string_view, std::string_view, std::string_view,
-                                    Deadline) override {
-    return Unimplemented("DirStore::CompareAndSet");
-  }
-  Status Wait(std::span<const std::string> keys, Deadline deadline) override {
-    for (const auto& k : keys) RY_RETURN_IF_ERROR(Get(k, deadline).status());
-    return Status::Ok();
-  }
-  std::string Describe() const override { return "dir store " + dir_; }
-
- private:
-  std::string Path(std::string_view key) const {
-    std::string name(key);
-    std::replace(name.begin(), name.end(), '/', '_');
-    return dir_ + "/" + name;
-  }
-  std::string dir_;
-};
 
 TransportOptions ProcessOptions(int rank, Store* store) {
   TransportOptions o;
@@ -623,7 +587,9 @@ TEST(OfiTransportChild, Rank1) {
   const char* dir = std::getenv("RY_OFI_CHILD_DIR");
   // Not GTEST_SKIP: ctest would report the whole binary as skipped.
   if (dir == nullptr) return;  // only as the child of OfiTransportProcess.PeerKilledMidJob
-  DirStore store(dir);
+  auto dir_store = OpenFileStore(dir);
+  ASSERT_TRUE(dir_store.ok()) << dir_store.status().ToString();
+  Store& store = **dir_store;
   auto t = NewOfiTransport(ProcessOptions(1, &store), Loopback());
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   ASSERT_TRUE((*t)->Start(Soon()).ok());
@@ -645,7 +611,9 @@ TEST(OfiTransportProcess, PeerKilledMidJob) {
   spawn.env = {{"RY_OFI_CHILD_DIR", dir.path()}};
   auto child = base::Child::Spawn(spawn);
   ASSERT_TRUE(child.ok()) << child.status().ToString();
-  DirStore store(dir.path());
+  auto dir_store = OpenFileStore(dir.path());
+  ASSERT_TRUE(dir_store.ok()) << dir_store.status().ToString();
+  Store& store = **dir_store;
   auto t = NewOfiTransport(ProcessOptions(0, &store), Loopback());
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   ASSERT_TRUE((*t)->Start(Soon()).ok());

@@ -200,6 +200,20 @@ class ShmTransport final : public Transport {
   // or one liveness tick.
   template <typename F>
   void Sleep(Deadline deadline, F&& has_work);
+  // For wait loops, after each pass: nothing more when the pass `moved` something (and the
+  // idle time restarts); else polls on (CpuRelax) until ShmOptions::spin has passed since
+  // `*idle_since`, then sleeps as Sleep does.
+  template <typename F>
+  void Backoff(bool moved, base::Clock::time_point now, base::Clock::time_point* idle_since,
+               Deadline deadline, F&& has_work) {
+    if (moved) {
+      *idle_since = now;
+    } else if (now - *idle_since < std::chrono::duration_cast<base::Duration>(shm_.spin)) {
+      for (int i = 0; i < 32; ++i) CpuRelax();
+    } else {
+      Sleep(deadline, std::forward<F>(has_work));
+    }
+  }
   void AnswerProbes();
   void CheckRemoteAbort();
   void CheckLiveness();
@@ -711,7 +725,6 @@ Status ShmTransport::WaitWindow(uint64_t value, Deadline deadline) {
     }
     return true;
   };
-  const auto spin = std::chrono::duration_cast<base::Duration>(shm_.spin);
   base::Clock::time_point idle_since = base::Clock::now();
   for (;;) {
     if (all_there()) return Status::Ok();
@@ -744,15 +757,7 @@ Status ShmTransport::WaitWindow(uint64_t value, Deadline deadline) {
       return DeadlineExceeded("{}: deadline passed waiting for ranks {} to reach shared-window "
                               "step {}{}", Me(), DescribeRanks(ranks), value, detail);
     }
-    if (moved) {
-      idle_since = now;
-      continue;
-    }
-    if (now - idle_since < spin) {
-      for (int i = 0; i < 32; ++i) CpuRelax();
-      continue;
-    }
-    Sleep(deadline, [&] { return all_there() || HasWork(); });
+    Backoff(moved, now, &idle_since, deadline, [&] { return all_there() || HasWork(); });
   }
 }
 
@@ -783,7 +788,6 @@ Status ShmTransport::WaitAll(std::span<const Request> requests, Deadline deadlin
     return st;
   };
   if (!bad.ok()) return consume(bad);
-  const auto spin = std::chrono::duration_cast<base::Duration>(shm_.spin);
   base::Clock::time_point idle_since = base::Clock::now();
   for (;;) {
     if (Status st = Usable(); !st.ok()) return consume(st);
@@ -823,15 +827,7 @@ Status ShmTransport::WaitAll(std::span<const Request> requests, Deadline deadlin
           DeadlineExceeded("{}: deadline passed with {} requests pending with ranks {}{}", Me(),
                            shown, DescribeRanks(ranks), detail));
     }
-    if (moved) {
-      idle_since = now;
-      continue;
-    }
-    if (now - idle_since < spin) {
-      for (int i = 0; i < 32; ++i) CpuRelax();
-      continue;
-    }
-    Sleep(deadline, [this] { return HasWork(); });
+    Backoff(moved, now, &idle_since, deadline, [this] { return HasWork(); });
   }
 }
 

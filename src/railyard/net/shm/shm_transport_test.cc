@@ -14,6 +14,7 @@
 
 #include "railyard/base/files.h"
 #include "railyard/base/temp_dir_testing.h"
+#include "railyard/net/file_store.h"
 
 namespace railyard::net {
 namespace {
@@ -45,47 +46,6 @@ bool Matches(const std::vector<char>& v, uint64_t seed, size_t n) {
   return true;
 }
 
-// A Store over files in a directory, for forked ranks that share no memory. Get polls: it
-// waits for another process to create a file, bounded by the deadline.
-class DirStore final : public Store {
- public:
-  explicit DirStore(std::string dir) : dir_(std::move(dir)) {}
-  Status Set(std::string_view key, std::string_view value, Deadline) override {
-    std::string path = Path(key);
-    std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-    RY_RETURN_IF_ERROR(base::WriteFileAtomic(tmp, value, 0600));
-    if (::rename(tmp.c_str(), path.c_str()) != 0) return ErrnoStatus(errno, "rename " + tmp);
-    return Status::Ok();
-  }
-  Result<std::string> Get(std::string_view key, Deadline deadline) override {
-    for (;;) {
-      auto r = base::ReadFile(Path(key));
-      if (r.ok()) return r;
-      if (deadline.Expired()) return DeadlineExceeded("{}: key '{}' never set", Describe(), key);
-      ::usleep(1000);
-    }
-  }
-  Result<int64_t> Add(std::string_view, int64_t, Deadline) override {
-    return Unimplemented("DirStore::Add");
-  }
-  Result<std::string> CompareAndSet(std::string_view, std::string_view, std::string_view,
-                                    Deadline) override {
-    return Unimplemented("DirStore::CompareAndSet");
-  }
-  Status Wait(std::span<const std::string> keys, Deadline deadline) override {
-    for (const auto& k : keys) RY_RETURN_IF_ERROR(Get(k, deadline).status());
-    return Status::Ok();
-  }
-  std::string Describe() const override { return "test dir store " + dir_; }
-
- private:
-  std::string Path(std::string_view key) const {
-    std::string name(key);
-    std::replace(name.begin(), name.end(), '/', '%');
-    return dir_ + "/" + name;
-  }
-  std::string dir_;
-};
 
 // A forked child, killed and reaped on destruction whatever the test's outcome.
 class Child {
@@ -628,7 +588,9 @@ class ShmForkTest : public ShmTransportTest {
 
 TEST_F(ShmForkTest, PingPongBetweenProcesses) {
   ASSERT_FALSE(dir_.path().empty());
-  DirStore store(dir_.path());
+  auto dir_store = OpenFileStore(dir_.path());
+  ASSERT_TRUE(dir_store.ok()) << dir_store.status().ToString();
+  Store& store = **dir_store;
   Child child([&] {
     auto t = Make(1, &store);
     if (!t || !t->Start(Soon()).ok()) return 10;
@@ -657,7 +619,9 @@ TEST_F(ShmForkTest, PingPongBetweenProcesses) {
 
 TEST_F(ShmForkTest, PeerKilledMidTransferFailsTheWaitNamingIt) {
   ASSERT_FALSE(dir_.path().empty());
-  DirStore store(dir_.path());
+  auto dir_store = OpenFileStore(dir_.path());
+  ASSERT_TRUE(dir_store.ok()) << dir_store.status().ToString();
+  Store& store = **dir_store;
   constexpr size_t kFirst = 2 << 20, kSecond = 64 << 20;
   Child child([&] {
     auto t = Make(1, &store);
@@ -696,7 +660,9 @@ TEST_F(ShmForkTest, PeerKilledMidTransferFailsTheWaitNamingIt) {
 
 TEST_F(ShmForkTest, PeerKilledBeforeAWindowStepIsNamed) {
   ASSERT_FALSE(dir_.path().empty());
-  DirStore store(dir_.path());
+  auto dir_store = OpenFileStore(dir_.path());
+  ASSERT_TRUE(dir_store.ok()) << dir_store.status().ToString();
+  Store& store = **dir_store;
   Child child([&] {
     auto t = Make(1, &store);
     if (!t || !t->Start(Soon()).ok()) return 10;
@@ -724,7 +690,9 @@ TEST_F(ShmForkTest, PeerKilledBeforeAWindowStepIsNamed) {
 
 TEST_F(ShmForkTest, StoppedPeerIsUnresponsiveAndKilledOneDead) {
   ASSERT_FALSE(dir_.path().empty());
-  DirStore store(dir_.path());
+  auto dir_store = OpenFileStore(dir_.path());
+  ASSERT_TRUE(dir_store.ok()) << dir_store.status().ToString();
+  Store& store = **dir_store;
   Child child([&] {
     auto t = Make(1, &store);
     if (!t || !t->Start(Soon()).ok()) return 10;
