@@ -92,6 +92,15 @@ struct SegmentLayout {
   static SegmentLayout For(int size, uint64_t ring_bytes, uint64_t window_bytes = 0);
 };
 
+// The window a rank of `size` may ask for when `free_bytes` are free in /dev/shm: all of
+// `window_bytes` while every rank's whole segment (rings and window) fits, else 0.
+inline uint64_t WindowThatFits(int size, uint64_t ring_bytes, uint64_t window_bytes,
+                               uint64_t free_bytes) {
+  const uint64_t need =
+      static_cast<uint64_t>(size) * SegmentLayout::For(size, ring_bytes, window_bytes).total_bytes;
+  return free_bytes >= need ? window_bytes : 0;
+}
+
 // A mapped segment. The creator owns the name and unlinks it (Unlink, or on destruction).
 class Segment {
  public:

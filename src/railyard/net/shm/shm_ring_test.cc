@@ -52,6 +52,35 @@ TEST(SegmentTest, CreateOpenSignVerifyAndUnlink) {
   EXPECT_NE(gone.status().message().find("another host"), std::string::npos);
 }
 
+TEST(SegmentTest, WindowIsPreallocatedAndSeenByPeers) {
+  std::string name = TestName("win");
+  auto created = Segment::Create(name, SegmentLayout::For(2, 4096, 64 << 10));
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  created->header()->magic.store(kSegmentMagic);
+  struct stat st {};
+  ASSERT_EQ(::stat(("/dev/shm" + name).c_str(), &st), 0);
+  // Preallocated: the window's pages exist before anyone touches them.
+  EXPECT_GE(static_cast<uint64_t>(st.st_blocks) * 512, uint64_t{64} << 10);
+  auto opened = Segment::Open(name, "rank 0");
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  ASSERT_NE(opened->window(), nullptr);
+  EXPECT_EQ(opened->layout().window_bytes, uint64_t{64} << 10);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(opened->window()) % 4096, 0u);
+  created->window()[(64 << 10) - 1] = 'w';
+  EXPECT_EQ(opened->window()[(64 << 10) - 1], 'w');
+  auto plain = Segment::Create(TestName("nowin"), SegmentLayout::For(2, 4096));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->window(), nullptr);
+}
+
+TEST(SegmentTest, WindowOnlyWhenEveryRanksSegmentFits) {
+  const uint64_t one = SegmentLayout::For(4, 1 << 20, 4 << 20).total_bytes;
+  EXPECT_EQ(WindowThatFits(4, 1 << 20, 4 << 20, 4 * one), uint64_t{4} << 20);
+  EXPECT_EQ(WindowThatFits(4, 1 << 20, 4 << 20, 4 * one - 1), 0u);
+  // A container's default 64 MiB /dev/shm with 8 ranks: rings alone fit, windows would not.
+  EXPECT_EQ(WindowThatFits(8, 1 << 20, 4 << 20, uint64_t{64} << 20), 0u);
+}
+
 TEST(SegmentTest, DestructorUnlinksAndOpenRefusesAnUnpublishedSegment) {
   std::string name = TestName("dtor");
   {

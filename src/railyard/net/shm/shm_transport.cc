@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -170,6 +171,7 @@ class ShmTransport final : public Transport {
   Peer& P(int r) { return peers_[static_cast<size_t>(r)]; }
   const Peer& P(int r) const { return peers_[static_cast<size_t>(r)]; }
   Status ConnectPeer(int r, const std::string& value);
+  size_t WindowToAskFor() const;
   Status Usable();
   void SetFatal(Status s) {
     if (fatal_.ok()) fatal_ = std::move(s);
@@ -255,9 +257,8 @@ Status ShmTransport::Start(Deadline deadline) {
   static std::atomic<int> counter{0};
   const int pid = infos_[static_cast<size_t>(rank_)].pid;
   std::string name = fmt::format("/{}r{}-p{}-{}", prefix, rank_, pid, counter.fetch_add(1));
-  RY_ASSIGN_OR_RETURN(
-      own_, Segment::Create(name, shm::SegmentLayout::For(size_, shm_.ring_bytes,
-                                                          size_ > 1 ? shm_.window_bytes : 0)));
+  RY_ASSIGN_OR_RETURN(own_, Segment::Create(name, shm::SegmentLayout::For(size_, shm_.ring_bytes,
+                                                                         WindowToAskFor())));
   SegmentHeader* h = own_.header();
   h->rank = rank_;
   own_.Sign(options_.secret);
@@ -314,6 +315,24 @@ Status ShmTransport::Start(Deadline deadline) {
   }
   kLog.Debug("{} started: segment {}, {} ranks, {}-byte rings", Me(), name, size_, shm_.ring_bytes);
   return Status::Ok();
+}
+
+// The window is preallocated but the rings fill on first touch: a window that left too little
+// of /dev/shm for every rank's rings would turn into SIGBUS later (a container's default
+// /dev/shm is 64 MiB). So ask for one only while all ranks' whole segments fit in what is
+// free now; otherwise every rank runs without (one rank without a window turns it off).
+size_t ShmTransport::WindowToAskFor() const {
+  if (size_ < 2 || shm_.window_bytes == 0) return 0;
+  struct statvfs st {};
+  if (::statvfs("/dev/shm", &st) != 0) return shm_.window_bytes;  // shm_open will tell
+  const uint64_t free_bytes = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+  const uint64_t window = shm::WindowThatFits(size_, shm_.ring_bytes, shm_.window_bytes, free_bytes);
+  if (window == 0) {
+    kLog.Info("{}: no shared window ({} MiB free in /dev/shm is less than {} ranks' whole "
+              "segments): allreduce uses the ring",
+              Me(), free_bytes >> 20, size_);
+  }
+  return window;
 }
 
 Status ShmTransport::ConnectPeer(int r, const std::string& value) {
