@@ -579,18 +579,23 @@ TEST_F(ShmTransportTest, InvalidArguments) {
 
 class ShmForkTest : public ShmTransportTest {
  protected:
+  void SetUp() override {
+    ShmTransportTest::SetUp();
+    ASSERT_FALSE(dir_.path().empty());
+    auto store = OpenFileStore(dir_.path());  // files: the forked ranks share no memory
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    file_store_ = std::move(*store);
+  }
   std::unique_ptr<Transport> Make(int rank, Store* store) {
     auto t = NewShmTransport(Options(rank, 2, store), ShmOptions{.ring_bytes = 1 << 20});
     return t.ok() ? std::move(*t) : nullptr;
   }
   base::ScopedTempDir dir_{"shm"};
+  std::unique_ptr<Store> file_store_;
 };
 
 TEST_F(ShmForkTest, PingPongBetweenProcesses) {
-  ASSERT_FALSE(dir_.path().empty());
-  auto dir_store = OpenFileStore(dir_.path());
-  ASSERT_TRUE(dir_store.ok()) << dir_store.status().ToString();
-  Store& store = **dir_store;
+  Store& store = *file_store_;
   Child child([&] {
     auto t = Make(1, &store);
     if (!t || !t->Start(Soon()).ok()) return 10;
@@ -618,10 +623,7 @@ TEST_F(ShmForkTest, PingPongBetweenProcesses) {
 }
 
 TEST_F(ShmForkTest, PeerKilledMidTransferFailsTheWaitNamingIt) {
-  ASSERT_FALSE(dir_.path().empty());
-  auto dir_store = OpenFileStore(dir_.path());
-  ASSERT_TRUE(dir_store.ok()) << dir_store.status().ToString();
-  Store& store = **dir_store;
+  Store& store = *file_store_;
   constexpr size_t kFirst = 2 << 20, kSecond = 64 << 20;
   Child child([&] {
     auto t = Make(1, &store);
@@ -659,10 +661,7 @@ TEST_F(ShmForkTest, PeerKilledMidTransferFailsTheWaitNamingIt) {
 }
 
 TEST_F(ShmForkTest, PeerKilledBeforeAWindowStepIsNamed) {
-  ASSERT_FALSE(dir_.path().empty());
-  auto dir_store = OpenFileStore(dir_.path());
-  ASSERT_TRUE(dir_store.ok()) << dir_store.status().ToString();
-  Store& store = **dir_store;
+  Store& store = *file_store_;
   Child child([&] {
     auto t = Make(1, &store);
     if (!t || !t->Start(Soon()).ok()) return 10;
@@ -689,10 +688,7 @@ TEST_F(ShmForkTest, PeerKilledBeforeAWindowStepIsNamed) {
 }
 
 TEST_F(ShmForkTest, StoppedPeerIsUnresponsiveAndKilledOneDead) {
-  ASSERT_FALSE(dir_.path().empty());
-  auto dir_store = OpenFileStore(dir_.path());
-  ASSERT_TRUE(dir_store.ok()) << dir_store.status().ToString();
-  Store& store = **dir_store;
+  Store& store = *file_store_;
   Child child([&] {
     auto t = Make(1, &store);
     if (!t || !t->Start(Soon()).ok()) return 10;
