@@ -369,11 +369,13 @@ Status Communicator::Allreduce(const void* send, void* recv, size_t count, DataT
   const bool window = transport_->WindowBytes() > 0;
   if (a == Algorithm::kAuto && local_ == nullptr) {
     // Ring needs at least an element per rank to be worth its 2(n-1) steps. The shared
-    // window moves fewer bytes than the ring from 3 ranks on (see window.cc).
-    a = count * SizeOf(type) <= options_.small_message_bytes || count < static_cast<size_t>(size_)
-            ? Algorithm::kRecursiveDoubling
-        : window && size_ >= 3 ? Algorithm::kWindow
-                               : Algorithm::kRing;
+    // window (shm) moves fewer bytes than the ring from 3 ranks on, and for small vectors
+    // needs one wait where recursive doubling needs log2(n) exchanges (see window.cc).
+    const bool small =
+        count * SizeOf(type) <= options_.small_message_bytes || count < static_cast<size_t>(size_);
+    a = window && (small || size_ >= 3) ? Algorithm::kWindow
+        : small                         ? Algorithm::kRecursiveDoubling
+                                        : Algorithm::kRing;
   }
   if (a == Algorithm::kHierarchical && local_ == nullptr) a = Algorithm::kRing;
   if (a == Algorithm::kWindow && (!window || size_ < 2)) a = Algorithm::kRing;

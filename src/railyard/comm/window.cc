@@ -13,6 +13,11 @@
 //   v0 + 3k + 2  its reduced share is in its window
 //   v0 + 3k + 3  it has copied every share of round k out (so round k + 2 may reuse the half)
 // An op ends with every counter at v0 + 3 * rounds; the next op starts from there.
+//
+// Small vectors (up to 64 KiB) take one round with two steps instead: every rank copies its
+// whole vector into its window (v0 + 1) and reduces all of it reading every window, then says
+// it is done reading (v0 + 2). One wait on the peers per call where recursive doubling needs
+// log2(n) message exchanges; the next call's first write waits for v0 + 2 from everyone.
 #include <algorithm>
 #include <cstring>
 
@@ -40,11 +45,27 @@ Status WindowAllreduce(OpContext& c, const char* send, char* recv, size_t count,
   }
   const size_t share_offset = (per_round * es + 63) / 64 * 64;
   const uint64_t v0 = t.WindowCounter();
-  const size_t rounds = (count + per_round - 1) / per_round;
   constexpr size_t kTileBytes = 16 << 10;  // reduce tile: stays in L1 across the n inputs
   const size_t tile = std::max<size_t>(1, kTileBytes / es);
   std::vector<char*> window(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) window[static_cast<size_t>(r)] = t.Window(r);
+  constexpr size_t kOneRoundBytes = 64 << 10;
+  if (count * es <= std::min(kOneRoundBytes, half)) {
+    RY_RETURN_IF_ERROR(t.WaitWindow(v0, c.deadline));  // everyone read the last call's data
+    std::memcpy(window[static_cast<size_t>(c.rank)], send, count * es);
+    t.PublishWindow(v0 + 1);
+    RY_RETURN_IF_ERROR(t.WaitWindow(v0 + 1, c.deadline));
+    // The same order on every rank (0, 1, ..., n-1): bit-identical results everywhere.
+    for (size_t b = 0; b < count * es; b += tile * es) {
+      const size_t m = std::min(tile * es, count * es - b) / es;
+      Reduce(type, op, recv + b, window[0] + b, window[1] + b, m);
+      for (int r = 2; r < n; ++r) Reduce(type, op, recv + b, recv + b, window[static_cast<size_t>(r)] + b, m);
+    }
+    t.PublishWindow(v0 + 2);
+    FinishAverage(type, op, recv, count, n);
+    return Status::Ok();
+  }
+  const size_t rounds = (count + per_round - 1) / per_round;
 
   for (size_t k = 0; k < rounds; ++k) {
     const size_t off = k * per_round;  // elements

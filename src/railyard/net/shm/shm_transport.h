@@ -9,8 +9,9 @@
 // through it. Messages that arrive before their receive is posted are copied into an
 // unexpected-message buffer, so any posting order completes.
 //
-// Waiting spins for `ShmOptions::spin`, then sleeps on a futex in the rank's segment with a
-// timeout of at most 50 ms; peers ring it only when the sleeper has said it sleeps. On each
+// Waiting polls for `ShmOptions::spin`, yielding the CPU between polls, then sleeps on a
+// futex in the rank's segment with a timeout of at most 50 ms; peers ring it only when the
+// sleeper has said it sleeps. On each
 // timeout the transport checks the peers it waits for (pidfd): a peer that exited fails the
 // wait at once ("rank 2 (node1 pid 77): process exited ..."). Probe answers come from peers
 // inside WaitAll/Probe; a peer that does not answer is looked up in /proc, so a SIGSTOPped
@@ -45,7 +46,8 @@ struct ShmOptions {
   // the peers, between 256 KiB and 1 MiB (small rings stay in cache; pages are only
   // allocated where data flows).
   size_t ring_bytes = 0;
-  // How long a waiting rank polls before it sleeps on its futex. Zero sleeps at once.
+  // How long a waiting rank polls (with sched_yield between polls) before it sleeps on its
+  // futex. Zero sleeps at once.
   std::chrono::microseconds spin{20};
   // Bytes of this rank's shared window (Transport::Window), preallocated in /dev/shm; 0 for
   // none. Asked for only while /dev/shm has room for every rank's whole segment (the rings
