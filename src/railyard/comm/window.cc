@@ -52,7 +52,7 @@ Status WindowAllreduce(OpContext& c, const char* send, char* recv, size_t count,
   constexpr size_t kOneRoundBytes = 64 << 10;
   if (count * es <= std::min(kOneRoundBytes, half)) {
     RY_RETURN_IF_ERROR(t.WaitWindow(v0, c.deadline));  // everyone read the last call's data
-    std::memcpy(window[static_cast<size_t>(c.rank)], send, count * es);
+    if (count > 0) std::memcpy(window[static_cast<size_t>(c.rank)], send, count * es);
     t.PublishWindow(v0 + 1);
     RY_RETURN_IF_ERROR(t.WaitWindow(v0 + 1, c.deadline));
     // The same order on every rank (0, 1, ..., n-1): bit-identical results everywhere.
