@@ -20,6 +20,7 @@
 // log2(n) message exchanges; the next call's first write waits for v0 + 2 from everyone.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "railyard/comm/internal/op_context.h"
 
