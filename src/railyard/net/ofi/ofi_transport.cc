@@ -123,7 +123,6 @@ struct Op {
   bool user = false;    // a Request the application waits for
   bool done = false;
   bool abandoned = false;  // its waiter gave up; drop on completion
-  bool held = false;       // a long send waiting for the peer's clear-to-send
   Status status;
   size_t received = 0;
 };
@@ -773,7 +772,6 @@ void OfiTransport::SubmitSend(Op* op) {
   }
   // Held until the receive is posted. The HELLO still goes now: the peer posts nothing
   // from this rank, so sends no clear-to-send, before this rank has proven itself.
-  op->held = true;
   p.awaiting_cts.push_back(op);
   EnsureHello(op->peer);
   Flush(op->peer);
@@ -802,10 +800,8 @@ void OfiTransport::OnClearToSend(int peer, Tag tag) {
       break;
     }
   }
-  for (Op* op : release) {
-    op->held = false;
-    p.sendq.push_back(op);  // the HELLO went when the first was held
-  }
+  // The HELLO went when the first was held.
+  p.sendq.insert(p.sendq.end(), release.begin(), release.end());
   Flush(peer);
 }
 
@@ -906,9 +902,11 @@ Status OfiTransport::WaitAll(std::span<const Request> requests, base::Deadline d
         if (std::find(ranks.begin(), ranks.end(), op->peer) == ranks.end()) {
           ranks.push_back(op->peer);
           if (ranks.size() <= 4) {
+            const auto& held = peers_[op->peer].awaiting_cts;
+            bool is_held = std::find(held.begin(), held.end(), op) != held.end();
             detail += fmt::format("; {} tag {:#x} ({} bytes) with {}{}", KindVerb(op->kind),
                                   op->tag, op->len, Who(op->peer),
-                                  op->held ? " (held: that rank has not posted the receive)" : "");
+                                  is_held ? " (held: that rank has not posted the receive)" : "");
           }
         }
       }
