@@ -18,6 +18,7 @@
 
 #include "railyard/base/hmac.h"
 #include "railyard/base/logging.h"
+#include "railyard/net/buffer_pool.h"
 #include "railyard/net/shm/shm_ring.h"
 
 namespace railyard::net {
@@ -66,7 +67,7 @@ struct Op {
 // A message that arrived before its receive was posted.
 struct Unexpected {
   size_t len = 0;
-  std::unique_ptr<char[]> data;
+  PooledBuffer data;
   bool complete = false;
 };
 
@@ -231,6 +232,7 @@ class ShmTransport final : public Transport {
   std::unordered_map<uint64_t, std::unique_ptr<Op>> ops_;
   std::unordered_map<Key, std::deque<Op*>, KeyHash> recvs_;
   std::unordered_map<Key, std::deque<std::unique_ptr<Unexpected>>, KeyHash> unexpected_;
+  BufferPool spare_;  // buffers of unexpected messages, for reuse
   std::unordered_map<uint64_t, size_t> received_;
   Status fatal_;
   std::string activity_;
@@ -454,8 +456,8 @@ Result<Request> ShmTransport::PostSend(int peer, Tag tag, const void* data, size
     } else {
       auto u = std::make_unique<Unexpected>();
       u->len = len;
-      u->data.reset(new char[std::max<size_t>(len, 1)]);
-      if (len > 0) std::memcpy(u->data.get(), data, len);
+      u->data = spare_.Take(len);
+      if (len > 0) std::memcpy(u->data.data(), data, len);
       u->complete = true;
       unexpected_[k].push_back(std::move(u));
     }
@@ -500,7 +502,8 @@ Result<Request> ShmTransport::PostRecvImpl(int peer, Tag tag, void* data, size_t
   it->second.pop_front();
   if (it->second.empty()) unexpected_.erase(it);
   if (u->complete) {
-    Deliver(op, u->data.get(), u->len);
+    Deliver(op, u->data.data(), u->len);
+    spare_.Give(std::move(u->data));
     return Request{op->id};
   }
   // Still streaming in (only the newest message of a peer can be): copy what is there and
@@ -513,7 +516,8 @@ Result<Request> ShmTransport::PostRecvImpl(int peer, Tag tag, void* data, size_t
     in.buffer = nullptr;  // discard the rest
     return Request{op->id};
   }
-  Put(op, 0, u->data.get(), in.got);
+  Put(op, 0, u->data.data(), in.got);
+  spare_.Give(std::move(u->data));
   in.buffer = nullptr;
   in.op = op;
   return Request{op->id};
@@ -567,7 +571,7 @@ void ShmTransport::StartIncoming(int r, Peer& p, const MessageHeader& h) {
   }
   auto u = std::make_unique<Unexpected>();
   u->len = h.len;
-  u->data.reset(new char[std::max<size_t>(h.len, 1)]);  // not value-initialised: no zeroing
+  u->data = spare_.Take(h.len);
   in.buffer = u.get();
   unexpected_[k].push_back(std::move(u));
 }
@@ -589,7 +593,7 @@ bool ShmTransport::ProgressRecvs(int r, Peer& p) {
                                  [op](const char* d, size_t n) { Feed(op, d, n); });
     } else {
       char* dst = in.op != nullptr       ? in.op->dst
-                  : in.buffer != nullptr ? in.buffer->data.get()
+                  : in.buffer != nullptr ? in.buffer->data.data()
                                          : nullptr;  // abandoned: skip the bytes
       in.got += p.in.Read(dst != nullptr ? dst + in.got : nullptr, in.len - in.got);
     }

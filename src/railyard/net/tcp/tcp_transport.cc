@@ -38,6 +38,7 @@
 #include "railyard/base/files.h"
 #include "railyard/base/hmac.h"
 #include "railyard/base/logging.h"
+#include "railyard/net/buffer_pool.h"
 #include "railyard/net/interfaces.h"
 #include "railyard/net/peer_directory.h"
 
@@ -180,7 +181,7 @@ struct InMessage {
   uint64_t total = 0;
   uint64_t received = 0;
   char* dst = nullptr;
-  std::unique_ptr<char[]> unexpected;  // when no receive was posted at announcement
+  PooledBuffer unexpected;             // when no receive was posted at announcement
   uint64_t req = 0;                    // bound receive, 0 = none yet
   bool orphan = false;                 // its receive was abandoned: drop when complete
   Transport::Consumer consume;         // bound to a consuming receive (no dst, no unexpected)
@@ -300,6 +301,7 @@ class TcpTransport final : public Transport {
   std::unordered_map<uint64_t, std::unique_ptr<InStream>> in_streams_;
   uint64_t next_in_key_ = 1;
   std::deque<std::pair<uint64_t, std::string>> self_queue_;  // (tag, data) sent to self
+  BufferPool spare_;  // buffers of unexpected messages, for reuse
   Status failed_;
   std::string activity_ = "idle";
   std::mutex progress_mu_;  // held while a thread drives progress
@@ -561,13 +563,15 @@ void TcpTransport::CompleteRecvIfDone(PeerState& p, uint64_t msg_id) {
   InMessage& m = it->second;
   if (m.received != m.total) return;
   if (m.orphan) {
+    spare_.Give(std::move(m.unexpected));
     p.messages.erase(it);
     return;
   }
   if (m.req == 0) return;
   Req& r = reqs_[m.req];
-  if (m.unexpected && m.total > 0) DeliverTo(r, m.unexpected.get(), m.total);
+  if (m.unexpected && m.total > 0) DeliverTo(r, m.unexpected.data(), m.total);
   r.done = true;
+  spare_.Give(std::move(m.unexpected));
   p.messages.erase(it);
 }
 
@@ -895,7 +899,7 @@ void TcpTransport::Announce(int peer, const FrameHeader& h) {
   if (bound != 0) {
     BindMessage(p, h.msg_id, bound);
   } else {
-    if (h.total > 0) m.unexpected.reset(new char[h.total]);
+    if (h.total > 0) m.unexpected = spare_.Take(h.total);
     p.unbound.push_back(h.msg_id);
   }
   // Streams parked on this message may go on.
@@ -930,7 +934,7 @@ void TcpTransport::TargetPayload(InStream& in, InMessage& m) {
   in.payload_msg = nullptr;
   in.joiner.Reset();
   if (m.unexpected) {
-    in.payload_dst = m.unexpected.get() + in.hdr.offset;
+    in.payload_dst = m.unexpected.data() + in.hdr.offset;
   } else if (m.consume) {
     in.payload_dst = nullptr;
     in.payload_msg = &m;  // std::map nodes stay put until the message is erased
@@ -1127,12 +1131,12 @@ void TcpTransport::Abandon(uint64_t req_id) {
         m.orphan = true;
         m.consume = nullptr;  // the caller's consumer may be gone
         if (!m.unexpected && m.total > 0) {
-          m.unexpected.reset(new char[m.total]);
+          m.unexpected = spare_.Take(m.total);
           for (auto& [key, in] : in_streams_) {
             if (in->peer == r.peer && in->in_payload && in->hdr.type == kData &&
                 in->hdr.msg_id == r.msg_id &&
                 (in->payload_dst != nullptr || in->payload_msg != nullptr)) {
-              in->payload_dst = m.unexpected.get() + in->hdr.offset;
+              in->payload_dst = m.unexpected.data() + in->hdr.offset;
               in->payload_msg = nullptr;
               in->joiner.Reset();
             }
