@@ -7,8 +7,9 @@
 //     reduce it; the block reduced at step s is the one sent at step s+1, and at the last
 //     step it is blk(p) = my rank's block, now complete.
 //   allgather step s: send blk(p-s), receive blk(p-s-1); what arrives is forwarded next step.
-// Receives are posted ahead of the data (a step early for reduce-scatter, all at once for
-// allgather, straight into the output) so the transport rarely has to buffer a message.
+// Receives are posted ahead of the data (for reduce-scatter all at once when the transport
+// reduces as it receives, else a step early; all at once for allgather, straight into the
+// output) so the transport rarely has to buffer a message.
 // Receiving allgather data into a block that is still being sent is safe by causality: a
 // block's final value can only come back round after our contribution to it has left.
 #include <algorithm>
@@ -71,7 +72,10 @@ Status RingAllreduce(OpContext& c, const char* send, char* recv, size_t count, D
     }
     return Status::Ok();
   };
-  RY_RETURN_IF_ERROR(post_rs_recv(0));
+  // Consuming receives reduce into n-1 distinct output blocks, so every step's is posted at
+  // once and a fast neighbour's pieces never arrive unexpected (to be buffered and copied);
+  // receives into scratch go one step ahead, as the two scratch buffers allow.
+  for (int s = 0; s < (in_place ? n - 1 : 1); ++s) RY_RETURN_IF_ERROR(post_rs_recv(s));
   for (int s = 0; s < n - 1; ++s) {
     int blk = c.RingRank(p - s - 1);
     for (auto [lo, hi] : pieces(blk)) {
@@ -87,7 +91,7 @@ Status RingAllreduce(OpContext& c, const char* send, char* recv, size_t count, D
     }
   }
   for (int s = 0; s < n - 1; ++s) {
-    if (s + 1 < n - 1) RY_RETURN_IF_ERROR(post_rs_recv(s + 1));
+    if (!in_place && s + 1 < n - 1) RY_RETURN_IF_ERROR(post_rs_recv(s + 1));
     int blk = c.RingRank(p - s - 2);
     auto ps = pieces(blk);
     for (size_t i = 0; i < ps.size(); ++i) {
