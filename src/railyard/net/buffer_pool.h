@@ -8,7 +8,8 @@
 // all time in those faults and shootdowns, and busbw 0.92 -> 1.63 GB/s with glibc told never
 // to give memory back. A pool per transport keeps the buffers instead.
 //
-// Buffers come in power-of-two sizes from 4 KiB. The pool keeps at most `max_pooled_bytes`
+// Buffers come in power-of-two sizes from 256 bytes (small, so that many queued short
+// messages do not each hold a large buffer). The pool keeps at most `max_pooled_bytes`
 // in all, and no buffer above `max_buffer_bytes`; anything beyond goes back to the heap. Not
 // thread-safe: each transport drives its progress from one thread at a time.
 #pragma once
@@ -34,7 +35,7 @@ class PooledBuffer {
 
 class BufferPool {
  public:
-  static constexpr size_t kMinBytes = 4096;
+  static constexpr size_t kMinBytes = 256;
   explicit BufferPool(size_t max_pooled_bytes = size_t{64} << 20,
                       size_t max_buffer_bytes = size_t{16} << 20)
       : max_pooled_(max_pooled_bytes), max_buffer_(max_buffer_bytes) {}

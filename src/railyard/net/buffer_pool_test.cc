@@ -7,10 +7,11 @@
 namespace railyard::net {
 namespace {
 
-TEST(BufferPool, RoundsUpToAPowerOfTwoOfAtLeast4KiB) {
+TEST(BufferPool, RoundsUpToAPowerOfTwoOfAtLeast256Bytes) {
   BufferPool pool;
-  EXPECT_EQ(pool.Take(0).capacity(), 4096u);
-  EXPECT_EQ(pool.Take(1).capacity(), 4096u);
+  EXPECT_EQ(pool.Take(0).capacity(), 256u);
+  EXPECT_EQ(pool.Take(1).capacity(), 256u);
+  EXPECT_EQ(pool.Take(257).capacity(), 512u);
   EXPECT_EQ(pool.Take(4096).capacity(), 4096u);
   EXPECT_EQ(pool.Take(4097).capacity(), 8192u);
   EXPECT_EQ(pool.Take((1 << 20) + 3).capacity(), 2u << 20);
