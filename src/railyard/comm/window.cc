@@ -60,7 +60,8 @@ Status WindowAllreduce(OpContext& c, const char* send, char* recv, size_t count,
     for (size_t b = 0; b < count * es; b += tile * es) {
       const size_t m = std::min(tile * es, count * es - b) / es;
       Reduce(type, op, recv + b, window[0] + b, window[1] + b, m);
-      for (int r = 2; r < n; ++r) Reduce(type, op, recv + b, recv + b, window[static_cast<size_t>(r)] + b, m);
+      for (int r = 2; r < n; ++r)
+        Reduce(type, op, recv + b, recv + b, window[static_cast<size_t>(r)] + b, m);
     }
     t.PublishWindow(v0 + 2);
     FinishAverage(type, op, recv, count, n);

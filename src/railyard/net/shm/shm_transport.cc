@@ -325,7 +325,8 @@ size_t ShmTransport::WindowToAskFor() const {
   struct statvfs st {};
   if (::statvfs("/dev/shm", &st) != 0) return shm_.window_bytes;  // shm_open will tell
   const uint64_t free_bytes = static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
-  const uint64_t window = shm::WindowThatFits(size_, shm_.ring_bytes, shm_.window_bytes, free_bytes);
+  const uint64_t window =
+      shm::WindowThatFits(size_, shm_.ring_bytes, shm_.window_bytes, free_bytes);
   if (window == 0) {
     kLog.Info("{}: no shared window ({} MiB free in /dev/shm is less than {} ranks' whole "
               "segments): allreduce uses the ring",

@@ -52,9 +52,9 @@ struct ShmOptions {
   // Bytes of this rank's shared window (Transport::Window), preallocated in /dev/shm; 0 for
   // none. Asked for only while /dev/shm has room for every rank's whole segment (the rings
   // fill on first touch, and a full /dev/shm would then be SIGBUS); a rank without one turns
-  // the window off for all. 4 MiB: two 2 MiB halves, so a collective works on one while peers still read the
-  // other, small enough to stay in cache (measured, 4 ranks on 2 cores: 4 MiB beat 1, 2, 8
-  // and 16 MiB).
+  // the window off for all. 4 MiB: two 2 MiB halves, so a collective works on one while
+  // peers still read the other, small enough to stay in cache (measured, 4 ranks on 2 cores:
+  // 4 MiB beat 1, 2, 8 and 16 MiB).
   size_t window_bytes = 4 << 20;
 };
 
