@@ -72,6 +72,69 @@ TEST(BenchCommCli, BadInputIsOneClearLine) {
                  {{"RAILYARD_SOCKET_IFNAME", "=no-such-if0"}});
   ExpectBadInput({"--transport", "ofi"}, "verbs;ofi_rxm",
                  {{"RAILYARD_OFI_PROVIDER", "verbs;ofi_rxm"}});
+  ExpectBadInput({"--ranks", "abc"}, "--ranks abc");
+}
+
+// Checked by the launcher before any rank starts (each case would otherwise start ranks).
+const std::vector<std::string> kQuick = {"--ranks", "2", "--sizes", "4KiB", "--iters", "2"};
+
+std::vector<std::string> Quick(std::vector<std::string> more) {
+  std::vector<std::string> args = kQuick;
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+TEST(BenchCommCli, TransportFromEnvironmentIsChecked) {
+  ExpectBadInput(Quick({}), "RAILYARD_TRANSPORT", {{"RAILYARD_TRANSPORT", "bogus"}});
+  // The flag wins over the variable.
+  auto r = RunRailyard({"bench", "comm", "--ranks", "2", "--sizes", "4KiB", "--iters", "2",
+                        "--transport", "tcp", "--json"},
+                       {{"RAILYARD_TRANSPORT", "bogus"}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST(BenchCommCli, BadCommEnvironmentIsOneClearLine) {
+  for (const char* var : {"RAILYARD_COMM_ALGO", "RAILYARD_COMM_TIMEOUT", "RAILYARD_COMM_PIECE"}) {
+    ExpectBadInput(Quick({}), var, {{var, "bogus"}});
+  }
+}
+
+TEST(BenchCommCli, ShmAcrossPretendHostsIsBadInput) {
+  ExpectBadInput(Quick({"--transport", "shm", "--local-hosts", "2"}), "--local-hosts 2");
+  ExpectBadInput(Quick({"--local-hosts", "2"}), "RAILYARD_TRANSPORT shm",
+                 {{"RAILYARD_TRANSPORT", "shm"}});
+}
+
+TEST(BenchCommCli, SizeBelowOneElementIsRejected) {
+  ExpectBadInput({"--ranks", "2", "--sizes", "3B", "--type", "f64"}, "f64 element");
+  ExpectBadInput({"--ranks", "2", "--sizes", "4KiB,3B", "--type", "f64"}, "3 bytes");
+  ExpectBadInput({"--ranks", "2", "--sizes", "4B", "--op", "allgather"}, "per rank");
+}
+
+TEST(BenchCommCli, BadVclusterNameNamesTheFlag) {
+  ExpectBadInput(Quick({"--vcluster", "Bad_Name"}), "--vcluster 'Bad_Name'");
+  auto r = RunRailyard({"bench", "comm", "--vcluster", "Bad_Name"});
+  EXPECT_EQ(r.err.find("--prefix"), std::string::npos) << r.err;
+}
+
+TEST(BenchCommCli, AlgorithmMustFitTheOperation) {
+  ExpectBadInput(Quick({"--op", "allgather", "--algorithm", "rd"}), "allgather");
+  ExpectBadInput(Quick({"--op", "alltoall", "--algorithm", "ring"}), "pairwise");
+  ExpectBadInput(Quick({"--op", "broadcast", "--algorithm", "window"}), "tree");
+}
+
+TEST(BenchCommCli, CommaListOfSizesGivesRowsForExactlyThose) {
+  auto r = RunRailyard({"bench", "comm", "--ranks", "2", "--transport", "tcp", "--sizes",
+                        "4KiB,1KiB,12KiB", "--iters", "2", "--warmup", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_array()) << r.out;
+  std::vector<uint64_t> sizes;
+  for (const auto& row : j) {
+    sizes.push_back(row["size_bytes"].get<uint64_t>());
+    EXPECT_EQ(row["wrong"], 0) << row.dump();
+  }
+  EXPECT_EQ(sizes, (std::vector<uint64_t>{4096, 1024, 12288})) << r.out;
 }
 
 }  // namespace

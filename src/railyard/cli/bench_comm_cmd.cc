@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 
 #include "railyard/base/hmac.h"
@@ -23,26 +24,31 @@
 #include "railyard/cli/cli_common.h"
 #include "railyard/comm/bench.h"
 #include "railyard/comm/bootstrap.h"
+#include "railyard/comm/communicator.h"
 #include "railyard/net/interfaces.h"
 #include "railyard/net/select.h"
 #include "railyard/vcluster/bandwidth_matrix.h"
 #include "railyard/vcluster/command_runner.h"
+#include "railyard/vcluster/spec.h"
 #include "railyard/vcluster/state.h"
 #include "railyard/vcluster/vcluster.h"
 
 namespace railyard::cli {
 namespace {
 
+// Whole-number flags are kept as text and parsed here (ParseIntFlag), so that `--ranks abc`
+// is one line naming the flag, like every other bad input of this command.
 struct CommFlags {
-  int ranks = 2;
+  std::string ranks = "2";
   std::string transport = "auto";
+  bool transport_given = false;  // --transport on the command line (beats RAILYARD_TRANSPORT)
   std::string op = "allreduce";
   std::string type = "f32";
   std::string redop = "sum";
   std::string sizes = "4KiB:64MiB";
   std::string algorithm = "auto";
-  int iters = 20;
-  int warmup = 5;
+  std::string iters = "20";
+  std::string warmup = "5";
   std::string timeout = "30s";
   std::string setup_timeout = "60s";
   bool json = false;
@@ -50,8 +56,18 @@ struct CommFlags {
   std::string vcluster_prefix;
   bool use_vcluster = false;
   bool worker = false;
-  int local_hosts = 1;
+  std::string local_hosts = "1";
 };
+
+Result<int> ParseIntFlag(std::string_view flag, const std::string& text, int lo, int hi) {
+  int v = 0;
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || p != end || v < lo || v > hi) {
+    return InvalidArgument("{} {}: expected a whole number from {} to {}", flag, text, lo, hi);
+  }
+  return v;
+}
 
 // A free TCP port on `ip` (bound and released; the store rebinds it right away).
 Result<int> FreePort(const std::string& ip) {
@@ -72,17 +88,39 @@ Result<comm::CommBenchOptions> ParseBenchOptions(const CommFlags& f) {
   RY_ASSIGN_OR_RETURN(o.op, comm::ParseBenchOp(f.op));
   RY_ASSIGN_OR_RETURN(o.type, comm::ParseDataType(f.type));
   RY_ASSIGN_OR_RETURN(o.redop, comm::ParseReduceOp(f.redop));
-  auto sizes = comm::ParseSizeRange(f.sizes);
+  auto sizes = comm::ParseSizes(f.sizes);
   if (!sizes.ok()) return sizes.status().WithContext("--sizes");
   o.sizes = *sizes;
   auto algo = comm::ParseAlgorithm(f.algorithm);
   if (!algo.ok()) return algo.status().WithContext("--algorithm");
   o.algorithm = *algo;
-  if (f.iters < 1 || f.iters > 100000) return InvalidArgument("--iters {}: expected 1 to 100000", f.iters);
-  if (f.warmup < 0 || f.warmup > 10000) return InvalidArgument("--warmup {}: expected 0 to 10000", f.warmup);
-  o.iters = f.iters;
-  o.warmup = f.warmup;
+  RY_RETURN_IF_ERROR(comm::CheckAlgorithm(comm::BenchOpName(o.op), o.algorithm)
+                         .WithContext(fmt::format("--algorithm {} with --op {}", f.algorithm,
+                                                  f.op)));
+  RY_ASSIGN_OR_RETURN(o.iters, ParseIntFlag("--iters", f.iters, 1, 100000));
+  RY_ASSIGN_OR_RETURN(o.warmup, ParseIntFlag("--warmup", f.warmup, 0, 10000));
   return o;
+}
+
+// The transport the ranks use: --transport, else RAILYARD_TRANSPORT, else auto; resolved
+// here, so that a bad name is one line naming where it came from instead of N failing ranks.
+Result<std::string> ChooseTransport(const CommFlags& f, int local_hosts) {
+  std::string source = "--transport", requested = f.transport;
+  const char* env = std::getenv("RAILYARD_TRANSPORT");
+  if (!f.transport_given && env != nullptr && *env != '\0') {
+    source = "RAILYARD_TRANSPORT", requested = env;
+  }
+  const bool one_host = !f.use_vcluster && local_hosts == 1;
+  if (requested == "shm" && !one_host) {
+    return InvalidArgument(
+        "{} shm: shared memory needs every rank on one host, but {}; use tcp, ofi or auto",
+        source, f.use_vcluster ? "--vcluster runs one rank per virtual host"
+                               : fmt::format("--local-hosts {} spreads them over {} hosts",
+                                             local_hosts, local_hosts));
+  }
+  auto resolved = net::ResolveTransport(requested, one_host);
+  if (!resolved.ok()) return resolved.status().WithContext(source);
+  return resolved;
 }
 
 std::string Title(const CommFlags& f, const std::string& transport, int ranks) {
@@ -138,10 +176,12 @@ std::string DescribeExit(const base::ExitInfo& e) {
 }
 
 Outcome RunLauncher(const CommFlags& f) {
-  if (f.ranks < 1 || f.ranks > 256) {
-    return InvalidArgument("--ranks {}: expected 1 to 256", f.ranks);
-  }
-  RY_RETURN_IF_ERROR(ParseBenchOptions(f).status());
+  // Everything a rank would reject is checked here first: one line and exit code 2 instead
+  // of N ranks failing with theirs.
+  RY_ASSIGN_OR_RETURN(const int ranks, ParseIntFlag("--ranks", f.ranks, 1, 256));
+  RY_ASSIGN_OR_RETURN(comm::CommBenchOptions o, ParseBenchOptions(f));
+  auto sizes_ok = comm::CheckCommBenchSizes(o, ranks);
+  if (!sizes_ok.ok()) return sizes_ok.WithContext("--sizes");
   auto timeout = base::ParseDuration(f.timeout);
   if (!timeout.ok()) return timeout.status().WithContext("--timeout");
   if (*timeout < std::chrono::milliseconds(100)) {
@@ -149,17 +189,25 @@ Outcome RunLauncher(const CommFlags& f) {
   }
   auto setup = base::ParseDuration(f.setup_timeout);
   if (!setup.ok()) return setup.status().WithContext("--setup-timeout");
-  // Check the transport name now: one clear line instead of N failing ranks.
-  if (f.local_hosts < 1 || f.local_hosts > f.ranks || (f.local_hosts > 1 && f.use_vcluster)) {
-    return InvalidArgument("--local-hosts {}: expected 1 to --ranks ({}), and not with "
-                           "--vcluster", f.local_hosts, f.ranks);
+  // RAILYARD_COMM_TIMEOUT, _ALGO, _CHECK, _PIECE: the ranks read them; a bad one is an error.
+  auto env_options = comm::CommOptions::FromEnvironment();
+  if (!env_options.ok()) return InvalidArgument("{}", env_options.status().message());
+  if (f.use_vcluster && !vcluster::ValidatePrefix(f.vcluster_prefix).ok()) {
+    return InvalidArgument("--vcluster '{}': expected the prefix of a virtual cluster that is "
+                           "up (1 to {} lowercase letters or digits, starting with a letter; "
+                           "see `railyard vcluster list`)", f.vcluster_prefix,
+                           vcluster::kMaxPrefixLength);
   }
-  auto resolved = net::ResolveTransport(f.transport, !f.use_vcluster && f.local_hosts == 1);
-  if (!resolved.ok()) return resolved.status().WithContext("--transport");
+  auto local_hosts = ParseIntFlag("--local-hosts", f.local_hosts, 1, ranks);
+  if (!local_hosts.ok() || (*local_hosts > 1 && f.use_vcluster)) {
+    return InvalidArgument("--local-hosts {}: expected 1 to --ranks ({}), and not with "
+                           "--vcluster", f.local_hosts, ranks);
+  }
+  RY_ASSIGN_OR_RETURN(const std::string transport, ChooseTransport(f, *local_hosts));
 
   // Provider and interface problems: one line here, not one per rank.
   const char* provider_env = std::getenv("RAILYARD_OFI_PROVIDER");
-  if (*resolved == "ofi") {
+  if (transport == "ofi") {
     std::string provider = provider_env ? provider_env : "tcp;ofi_rxm";
     RY_ASSIGN_OR_RETURN(std::vector<std::string> providers, net::ListOfiProviders());
     if (std::find(providers.begin(), providers.end(), provider) == providers.end()) {
@@ -174,20 +222,22 @@ Outcome RunLauncher(const CommFlags& f) {
     auto iface = net::ChooseInterface(ifname_env);
     if (!iface.ok()) return iface.status().WithContext("RAILYARD_SOCKET_IFNAME");
   }
-  std::vector<base::SpawnOptions> spawns(f.ranks);
+  std::vector<base::SpawnOptions> spawns(ranks);
   std::string store_ip = "127.0.0.1";
   std::vector<std::pair<std::string, std::string>> common;
   if (f.use_vcluster) {
     auto runner = vcluster::MakeSystemRunner(std::chrono::seconds(20));
     vcluster::VirtualCluster vc(runner.get(), vcluster::DefaultStateDir());
-    RY_ASSIGN_OR_RETURN(vcluster::ClusterState state, vc.Load(f.vcluster_prefix));
+    auto loaded = vc.Load(f.vcluster_prefix);
+    if (!loaded.ok()) return loaded.status().WithContext("--vcluster");
+    const vcluster::ClusterState& state = *loaded;
     const auto& hosts = state.plan.hosts;
-    if (f.ranks > static_cast<int>(hosts.size())) {
+    if (ranks > static_cast<int>(hosts.size())) {
       return InvalidArgument("--ranks {}: the virtual cluster '{}' has {} hosts (one rank per "
-                             "host with --vcluster)", f.ranks, state.spec().prefix, hosts.size());
+                             "host with --vcluster)", ranks, state.spec().prefix, hosts.size());
     }
     store_ip = hosts[0].address;
-    for (int r = 0; r < f.ranks; ++r) {
+    for (int r = 0; r < ranks; ++r) {
       auto exec = vcluster::ExecutionFor(state, hosts[r]);
       spawns[r].netns_path = exec.netns_path;
       spawns[r].env = exec.env;
@@ -201,7 +251,10 @@ Outcome RunLauncher(const CommFlags& f) {
     // On one host, ranks talk over loopback unless told otherwise.
     std::string ifname = ifname_env != nullptr && *ifname_env != '\0' ? ifname_env : "=lo";
     for (auto& s : spawns) s.env.push_back({"RAILYARD_SOCKET_IFNAME", ifname});
-    common.push_back({"RAILYARD_OFI_DOMAIN", "lo"});
+    const char* domain_env = std::getenv("RAILYARD_OFI_DOMAIN");
+    if (domain_env == nullptr || *domain_env == '\0') {
+      common.push_back({"RAILYARD_OFI_DOMAIN", "lo"});
+    }
   }
   // The store port: rank 0 binds it in its own namespace; in netns mode the port is free
   // there by construction (a fresh namespace), locally we ask the kernel for one.
@@ -212,24 +265,24 @@ Outcome RunLauncher(const CommFlags& f) {
   std::string secret = base::ToHex(base::RandomBytes(16));
   std::string job = fmt::format("bench-{}", ::getpid());
   std::vector<base::Child> children;
-  for (int r = 0; r < f.ranks; ++r) {
+  for (int r = 0; r < ranks; ++r) {
     base::SpawnOptions& s = spawns[r];
     s.argv = {SelfExecutable(), "bench", "comm", "--worker", "--op", f.op, "--type", f.type,
               "--redop", f.redop, "--sizes", f.sizes, "--algorithm", f.algorithm, "--iters",
-              std::to_string(f.iters), "--warmup", std::to_string(f.warmup), "--timeout",
+              std::to_string(o.iters), "--warmup", std::to_string(o.warmup), "--timeout",
               f.timeout, "--setup-timeout", f.setup_timeout};
     if (f.json) s.argv.push_back("--json");
     if (f.check) s.argv.push_back("--check");
     for (auto& kv : common) s.env.push_back(kv);
     s.env.push_back({"RAILYARD_RANK", std::to_string(r)});
-    s.env.push_back({"RAILYARD_WORLD_SIZE", std::to_string(f.ranks)});
+    s.env.push_back({"RAILYARD_WORLD_SIZE", std::to_string(ranks)});
     s.env.push_back({"RAILYARD_STORE", fmt::format("{}:{}", store_ip, port)});
     s.env.push_back({"RAILYARD_JOB_SECRET", secret});
     s.env.push_back({"RAILYARD_JOB_ID", job});
-    s.env.push_back({"RAILYARD_TRANSPORT", *resolved});
+    s.env.push_back({"RAILYARD_TRANSPORT", transport});
     if (r == 0) s.env.push_back({"RAILYARD_STORE_SERVE", "1"});
-    if (f.local_hosts > 1) {
-      int per_host = (f.ranks + f.local_hosts - 1) / f.local_hosts;
+    if (*local_hosts > 1) {
+      int per_host = (ranks + *local_hosts - 1) / *local_hosts;
       s.env.push_back({"RAILYARD_HOST", fmt::format("local{}", r / per_host)});
     }
     // Rank 0 talks to the terminal; the others' output is shown only if they fail.
@@ -241,16 +294,13 @@ Outcome RunLauncher(const CommFlags& f) {
   }
   // Every rank bounds each operation by --timeout; the whole run by that times the number
   // of operations it issues, plus set-up.
-  comm::CommBenchOptions o = *ParseBenchOptions(f);
-  int sizes = 0;
-  for (uint64_t b = o.sizes.min_bytes; b <= o.sizes.max_bytes && sizes < 64; b *= 2) ++sizes;
   // A safety net only: ranks bound every operation themselves and never hang.
-  auto overall =
-      base::Deadline::After(*setup + *timeout * 4 + std::chrono::seconds(120) * sizes);
-  std::vector<std::optional<base::ExitInfo>> exits(f.ranks);
-  int running = f.ranks;
+  auto overall = base::Deadline::After(*setup + *timeout * 4 +
+                                       std::chrono::seconds(120) * o.sizes.size());
+  std::vector<std::optional<base::ExitInfo>> exits(ranks);
+  int running = ranks;
   while (running > 0) {
-    for (int r = 0; r < f.ranks; ++r) {
+    for (int r = 0; r < ranks; ++r) {
       if (exits[r]) continue;
       auto e = children[r].Wait(base::Deadline::After(std::chrono::milliseconds(20)));
       if (e.ok()) {
@@ -259,7 +309,7 @@ Outcome RunLauncher(const CommFlags& f) {
       }
     }
     if (overall.Expired()) {
-      for (int r = 0; r < f.ranks; ++r) {
+      for (int r = 0; r < ranks; ++r) {
         if (!exits[r]) exits[r] = children[r].KillAndReap();
       }
       return DeadlineExceeded("bench comm: ranks still running after the overall deadline; "
@@ -267,7 +317,7 @@ Outcome RunLauncher(const CommFlags& f) {
     }
   }
   std::string failures;
-  for (int r = 0; r < f.ranks; ++r) {
+  for (int r = 0; r < ranks; ++r) {
     if (exits[r]->Succeeded()) continue;
     std::string first_line = exits[r]->stderr_text.substr(0, exits[r]->stderr_text.find('\n'));
     failures += fmt::format("\n  rank {} (pid {}) {}{}{}", r, children[r].pid(),
@@ -283,19 +333,34 @@ void RegisterBenchCommCommand(CLI::App* bench, Action* action) {
   auto f = std::make_shared<CommFlags>();
   CLI::App* c = bench->add_subcommand(
       "comm", "Collective bandwidth and latency over N rank processes (nccl-tests style rows)");
-  c->add_option("--ranks", f->ranks, "rank processes to start (1-256)")->capture_default_str();
-  c->add_option("--transport", f->transport, "auto, tcp, shm or ofi (libfabric; provider from "
-                "RAILYARD_OFI_PROVIDER, default tcp;ofi_rxm)")->capture_default_str();
+  c->add_option("--ranks", f->ranks, "rank processes to start (1-256)")
+      ->type_name("INT")
+      ->capture_default_str();
+  c->add_option("--transport", f->transport,
+                "auto, tcp, shm or ofi (libfabric; provider from RAILYARD_OFI_PROVIDER, "
+                "default tcp;ofi_rxm). auto: shm when every rank is on this host, else ofi "
+                "when an RDMA provider (verbs, efa, cxi, psm3, opx) is present, else tcp. "
+                "Without this flag RAILYARD_TRANSPORT decides, if set")
+      ->capture_default_str();
   c->add_option("--op", f->op, "allreduce, allgather, reduce_scatter, broadcast or alltoall")
       ->capture_default_str();
   c->add_option("--type", f->type, "f32, f64, f16, bf16, i32, i64, u8")->capture_default_str();
   c->add_option("--redop", f->redop, "sum, prod, min, max, avg")->capture_default_str();
-  c->add_option("--sizes", f->sizes, "MIN:MAX bytes per rank buffer, doubling")
+  c->add_option("--sizes", f->sizes, "bytes of one rank's buffer: MIN:MAX (doubling), a comma "
+                "list such as 4KiB,1MiB,64MiB, or one size; each at least one element of "
+                "--type (per rank for allgather, reduce_scatter, alltoall)")
       ->capture_default_str();
-  c->add_option("--algorithm", f->algorithm, "auto, ring, rd, tree, pairwise, hier, window (allreduce through the shm shared window)")
+  c->add_option("--algorithm", f->algorithm,
+                "auto, or one that --op can run: allreduce ring, rd, hier or window (through "
+                "the shm shared window); broadcast tree or ring; reduce_scatter and allgather "
+                "ring; alltoall pairwise")
       ->capture_default_str();
-  c->add_option("--iters", f->iters, "timed iterations per size")->capture_default_str();
-  c->add_option("--warmup", f->warmup, "untimed iterations per size")->capture_default_str();
+  c->add_option("--iters", f->iters, "timed iterations per size (1-100000)")
+      ->type_name("INT")
+      ->capture_default_str();
+  c->add_option("--warmup", f->warmup, "untimed iterations per size (0-10000)")
+      ->type_name("INT")
+      ->capture_default_str();
   c->add_option("--timeout", f->timeout, "deadline of each operation; a rank that stalls or dies "
                 "is named within this plus about 1s")->capture_default_str();
   c->add_option("--setup-timeout", f->setup_timeout, "deadline for every rank to start, meet "
@@ -304,21 +369,30 @@ void RegisterBenchCommCommand(CLI::App* bench, Action* action) {
   c->add_flag("--json", f->json, "print the rows as a JSON array (size_bytes, count, type, "
               "time_us, algbw_gbps, busbw_gbps, wrong)");
   c->add_option("--vcluster", f->vcluster_prefix, "one rank per host of this virtual cluster "
-                "(see `railyard vcluster up`)");
+                "(its prefix; see `railyard vcluster up`)");
   c->add_option("--local-hosts", f->local_hosts, "pretend the ranks run on this many hosts "
                 "(consecutive ranks share one), to exercise the hierarchical allreduce "
                 "(shm inside a host, the transport across) on one machine")
+      ->type_name("INT")
       ->capture_default_str();
   c->add_flag("--worker", f->worker, "internal: run as one rank")->group("");
   c->footer(
       "Examples:\n"
       "  railyard bench comm --ranks 4 --transport tcp --op allreduce --sizes 4KiB:64MiB\n"
       "  railyard bench comm --ranks 2 --transport shm --sizes 64MiB --iters 10 --json\n"
+      "  railyard bench comm --ranks 4 --op broadcast --algorithm tree --sizes 4KiB,1MiB,64MiB\n"
+      "  RAILYARD_TRANSPORT=tcp railyard bench comm --ranks 2 --sizes 4KiB:1MiB\n"
       "  railyard bench comm --vcluster ry --ranks 4 --sizes 1MiB:16MiB\n"
+      "Environment: RAILYARD_TRANSPORT (used when --transport is not given),\n"
+      "RAILYARD_SOCKET_IFNAME (tcp interface, NCCL syntax; default =lo on one host),\n"
+      "RAILYARD_OFI_PROVIDER, RAILYARD_OFI_DOMAIN (default lo on one host), RAILYARD_COMM_ALGO,\n"
+      "RAILYARD_COMM_CHECK, RAILYARD_COMM_PIECE, RAILYARD_COMM_TIMEOUT (--timeout wins);\n"
+      "all but RAILYARD_OFI_DOMAIN are checked before any rank starts.\n"
       "Columns follow nccl-tests: busbw = algbw x 2(n-1)/n for allreduce, (n-1)/n for\n"
       "allgather, reduce_scatter and alltoall, 1 for broadcast. Docs: docs/comm.md\n");
   c->callback([f, c, action] {
     f->use_vcluster = c->count("--vcluster") > 0;
+    f->transport_given = c->count("--transport") > 0;
     *action = [f]() -> Outcome { return f->worker ? RunWorker(*f) : RunLauncher(*f); };
   });
 }

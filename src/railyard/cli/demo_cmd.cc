@@ -233,8 +233,9 @@ Status RunDemo(const DemoFlags& f) {
 void RegisterDemoCommand(CLI::App& app, Action* action) {
   auto f = std::make_shared<DemoFlags>();
   CLI::App* demo = app.add_subcommand(
-      "demo", "A tour on a virtual cluster it brings up and removes: topology, bandwidth "
-              "matrix, a degraded host, placement around it");
+      "demo", "A tour on a virtual cluster it brings up and removes, in 7 steps: bring-up, "
+              "topology, bandwidth matrix, a degraded host, an allreduce across the hosts "
+              "(busbw next to the link rate), placement around the unhealthy host, tear-down");
   demo->add_option("--prefix", f->prefix, "prefix of the demo cluster's names")
       ->capture_default_str();
   demo->add_option("--hosts", f->hosts, "hosts")->capture_default_str();

@@ -147,30 +147,73 @@ double BusBandwidthFactor(BenchOp op, int n) {
   }
 }
 
-Result<SizeRange> ParseSizeRange(std::string_view text) {
+Result<std::vector<uint64_t>> ParseSizes(std::string_view text) {
+  constexpr uint64_t kMaxBytes = uint64_t{16} << 30;
+  auto malformed = [&] {
+    return InvalidArgument("sizes '{}' are malformed; expected MIN:MAX such as 4KiB:64MiB, a "
+                           "comma list such as 4KiB,1MiB,64MiB, or one size such as 1MiB",
+                           text);
+  };
+  std::vector<uint64_t> sizes;
+  if (text.find(',') != std::string_view::npos) {
+    if (text.find(':') != std::string_view::npos) return malformed();
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t comma = std::min(text.find(',', start), text.size());
+      std::string_view item = text.substr(start, comma - start);
+      auto b = base::ParseBytes(item);
+      if (item.empty() || !b.ok()) return malformed();
+      if (*b == 0 || *b > kMaxBytes) {
+        return InvalidArgument("size list '{}': {} is outside 1B to 16GiB per rank", text, item);
+      }
+      sizes.push_back(*b);
+      start = comma + 1;
+    }
+    return sizes;
+  }
   auto colon = text.find(':');
   std::string_view lo = text.substr(0, colon);
   std::string_view hi = colon == std::string_view::npos ? lo : text.substr(colon + 1);
   auto a = base::ParseBytes(lo);
   auto b = base::ParseBytes(hi);
-  if (!a.ok() || !b.ok() || lo.empty() || hi.empty()) {
-    return InvalidArgument("size range '{}' is malformed; expected MIN:MAX such as 4KiB:64MiB, "
-                           "or one size such as 1MiB", text);
-  }
+  if (!a.ok() || !b.ok() || lo.empty() || hi.empty()) return malformed();
   if (*a == 0 || *b < *a) {
     return InvalidArgument("size range '{}': need 0 < MIN <= MAX", text);
   }
-  if (*b > (uint64_t{16} << 30)) {
+  if (*b > kMaxBytes) {
     return InvalidArgument("size range '{}': MAX above 16GiB per rank is not supported", text);
   }
-  return SizeRange{*a, *b};
+  // Doubling stays below 2^35 here, far from overflow.
+  for (uint64_t s = *a; s <= *b; s *= 2) sizes.push_back(s);
+  return sizes;
+}
+
+Status CheckCommBenchSizes(const CommBenchOptions& o, int ranks) {
+  const size_t es = SizeOf(o.type);
+  const bool blocks = o.op == BenchOp::kAllgather || o.op == BenchOp::kReduceScatter ||
+                      o.op == BenchOp::kAlltoall;
+  const uint64_t need = blocks ? static_cast<uint64_t>(std::max(ranks, 1)) : 1;
+  if (o.sizes.empty()) return InvalidArgument("no sizes to measure");
+  for (uint64_t bytes : o.sizes) {
+    if (bytes < es) {
+      return InvalidArgument("a size of {} bytes is smaller than one {} element ({} bytes)",
+                             bytes, DataTypeName(o.type), es);
+    }
+    if (bytes / es < need) {
+      return InvalidArgument("a size of {} bytes is too small: {} over {} ranks needs at least "
+                             "one {} element per rank ({} bytes)", bytes, BenchOpName(o.op),
+                             ranks, DataTypeName(o.type), need * es);
+    }
+  }
+  return Status::Ok();
 }
 
 Result<std::vector<CommBenchRow>> RunCommBench(Communicator& c, const CommBenchOptions& o) {
   const int n = c.size();
   const size_t es = SizeOf(o.type);
+  RY_RETURN_IF_ERROR(CheckCommBenchSizes(o, n));
   std::vector<CommBenchRow> rows;
-  for (uint64_t bytes = o.sizes.min_bytes; bytes <= o.sizes.max_bytes; bytes *= 2) {
+  for (uint64_t bytes : o.sizes) {
     uint64_t count = CountFor(o.op, bytes, es, n);
     Buffers b;
     Prepare(o, c.rank(), n, count, b);
@@ -197,7 +240,6 @@ Result<std::vector<CommBenchRow>> RunCommBench(Communicator& c, const CommBenchO
     row.busbw_gbps = row.algbw_gbps * BusBandwidthFactor(o.op, n);
     row.wrong = static_cast<uint64_t>(wrong);
     rows.push_back(row);
-    if (bytes > o.sizes.max_bytes / 2) break;  // also ends the loop before overflow
   }
   return rows;
 }

@@ -25,18 +25,17 @@ std::string_view BenchOpName(BenchOp op);
 Result<BenchOp> ParseBenchOp(std::string_view text);
 double BusBandwidthFactor(BenchOp op, int ranks);
 
-// "4KiB:64MiB" (sizes doubling from the first to the last) or a single size "1MiB".
-struct SizeRange {
-  uint64_t min_bytes = 0;
-  uint64_t max_bytes = 0;
-};
-Result<SizeRange> ParseSizeRange(std::string_view text);
+// The sizes of one rank's buffer, in bytes, in the order they run: "4KiB:64MiB" (doubling
+// from MIN while at most MAX), a comma list "4KiB,1MiB,64MiB" (those sizes, in that order),
+// or one size "1MiB". Every size is 1 byte to 16GiB. INVALID_ARGUMENT quotes `text` and
+// says which forms are accepted.
+Result<std::vector<uint64_t>> ParseSizes(std::string_view text);
 
 struct CommBenchOptions {
   BenchOp op = BenchOp::kAllreduce;
   DataType type = DataType::kF32;
   ReduceOp redop = ReduceOp::kSum;
-  SizeRange sizes{4 << 10, 64 << 20};
+  std::vector<uint64_t> sizes{1 << 20};  // bytes of one rank's buffer, e.g. from ParseSizes
   int iters = 20;
   int warmup = 5;
   Algorithm algorithm = Algorithm::kAuto;
@@ -56,7 +55,12 @@ struct CommBenchRow {
   uint64_t wrong = 0;
 };
 
-// Runs on every rank; every rank returns the same rows.
+// INVALID_ARGUMENT naming the size and the type when a size of `options` holds no element of
+// its type, or (allgather, reduce_scatter, alltoall) fewer elements than `ranks`: that
+// size would measure nothing. Pure; RunCommBench checks it too, launchers call it first.
+Status CheckCommBenchSizes(const CommBenchOptions& options, int ranks);
+
+// Runs on every rank; every rank returns the same rows, one per size in options.sizes.
 Result<std::vector<CommBenchRow>> RunCommBench(Communicator& comm, const CommBenchOptions& options);
 
 // The nccl-tests-like table (header, one line per row, footer) and the JSON array.

@@ -97,6 +97,31 @@ Result<Algorithm> ParseAlgorithm(std::string_view text) {
                          "hier or window", text);
 }
 
+namespace {
+// What each operation can run, besides kAuto.
+std::vector<Algorithm> AlgorithmsOf(std::string_view operation) {
+  using A = Algorithm;
+  if (operation == "allreduce") {
+    return {A::kRing, A::kRecursiveDoubling, A::kHierarchical, A::kWindow};
+  }
+  if (operation == "broadcast") return {A::kTree, A::kRing};
+  if (operation == "reduce") return {A::kTree};
+  if (operation == "reduce_scatter" || operation == "allgather") return {A::kRing};
+  if (operation == "alltoall") return {A::kPairwise};
+  return {};
+}
+}  // namespace
+
+Status CheckAlgorithm(std::string_view operation, Algorithm algorithm) {
+  if (algorithm == Algorithm::kAuto) return Status::Ok();
+  std::vector<Algorithm> can = AlgorithmsOf(operation);
+  if (std::find(can.begin(), can.end(), algorithm) != can.end()) return Status::Ok();
+  std::string list = "auto";
+  for (Algorithm a : can) list += fmt::format(", {}", AlgorithmName(a));
+  return InvalidArgument("{} cannot run algorithm '{}'; expected {}", operation,
+                         AlgorithmName(algorithm), list);
+}
+
 Result<CommOptions> CommOptions::FromEnvironment() {
   CommOptions o;
   auto env = [](const char* name) -> std::string {
@@ -113,7 +138,12 @@ Result<CommOptions> CommOptions::FromEnvironment() {
     if (!a.ok()) return a.status().WithContext("RAILYARD_COMM_ALGO");
     o.algorithm = *a;
   }
-  if (auto v = env("RAILYARD_COMM_CHECK"); !v.empty()) o.check_consistency = v != "0";
+  if (auto v = env("RAILYARD_COMM_CHECK"); !v.empty()) {
+    if (v != "0" && v != "1") {
+      return InvalidArgument("RAILYARD_COMM_CHECK: '{}' is not 0 or 1", v);
+    }
+    o.check_consistency = v == "1";
+  }
   if (auto v = env("RAILYARD_COMM_PIECE"); !v.empty()) {
     auto b = base::ParseBytes(v);
     if (!b.ok()) return b.status().WithContext("RAILYARD_COMM_PIECE");
@@ -289,9 +319,18 @@ Status Communicator::Run(const OpDesc& desc, const CollectiveOptions& options,
   return Status::Ok();
 }
 
-namespace {
-Algorithm Choose(Algorithm call, Algorithm comm) { return call != Algorithm::kAuto ? call : comm; }
-}  // namespace
+// The call's algorithm if it names one (INVALID_ARGUMENT if `operation` cannot run it), else
+// the communicator's default where `operation` can run that (RAILYARD_COMM_ALGO is one
+// choice for the whole job, so collectives it does not fit keep kAuto), else kAuto.
+Result<Algorithm> Communicator::PickAlgorithm(std::string_view operation,
+                                              const CollectiveOptions& options) const {
+  if (options.algorithm != Algorithm::kAuto) {
+    RY_RETURN_IF_ERROR(CheckAlgorithm(operation, options.algorithm));
+    return options.algorithm;
+  }
+  if (CheckAlgorithm(operation, options_.algorithm).ok()) return options_.algorithm;
+  return Algorithm::kAuto;
+}
 
 Status Communicator::Send(const void* data, size_t count, DataType type, int peer_rank,
                           CollectiveOptions options) {
@@ -329,6 +368,7 @@ Status Communicator::Recv(void* data, size_t count, DataType type, int peer_rank
 
 Status Communicator::Barrier(CollectiveOptions options) {
   DrainAsync();
+  RY_RETURN_IF_ERROR(PickAlgorithm("barrier", options).status());
   return Run({OpKind::kBarrier}, options, [&](OpContext& c) { return DisseminationBarrier(c); });
 }
 
@@ -340,7 +380,7 @@ Status Communicator::Broadcast(void* data, size_t count, DataType type, int root
   }
   OpDesc d{OpKind::kBroadcast, type, ReduceOp::kSum, root, count};
   size_t bytes = count * SizeOf(type);
-  Algorithm a = Choose(options.algorithm, options_.algorithm);
+  RY_ASSIGN_OR_RETURN(Algorithm a, PickAlgorithm("broadcast", options));
   if (a == Algorithm::kAuto) a = bytes <= options_.small_message_bytes ? Algorithm::kTree : Algorithm::kRing;
   return Run(d, options, [&](OpContext& c) {
     char* p = static_cast<char*>(data);
@@ -355,6 +395,7 @@ Status Communicator::Reduce(const void* send, void* recv, size_t count, DataType
     return InvalidArgument("reduce: root {} is outside world size {}", root, size_);
   }
   OpDesc d{OpKind::kReduce, type, op, root, count};
+  RY_RETURN_IF_ERROR(PickAlgorithm("reduce", options).status());
   return Run(d, options, [&](OpContext& c) {
     return TreeReduce(c, static_cast<const char*>(send), static_cast<char*>(recv), count, type,
                       op, root);
@@ -365,7 +406,7 @@ Status Communicator::Allreduce(const void* send, void* recv, size_t count, DataT
                                ReduceOp op, CollectiveOptions options) {
   DrainAsync();
   OpDesc d{OpKind::kAllreduce, type, op, -1, count};
-  Algorithm a = Choose(options.algorithm, options_.algorithm);
+  RY_ASSIGN_OR_RETURN(Algorithm a, PickAlgorithm("allreduce", options));
   const bool window = transport_->WindowBytes() > 0;
   if (a == Algorithm::kAuto && local_ == nullptr) {
     // Ring needs at least an element per rank to be worth its 2(n-1) steps. The shared
@@ -407,6 +448,7 @@ Status Communicator::ReduceScatter(const void* send, void* recv, size_t recv_cou
                                    ReduceOp op, CollectiveOptions options) {
   DrainAsync();
   OpDesc d{OpKind::kReduceScatter, type, op, -1, recv_count};
+  RY_RETURN_IF_ERROR(PickAlgorithm("reduce_scatter", options).status());
   return Run(d, options, [&](OpContext& c) {
     return RingReduceScatter(c, static_cast<const char*>(send), static_cast<char*>(recv),
                              recv_count, type, op);
@@ -417,6 +459,7 @@ Status Communicator::Allgather(const void* send, void* recv, size_t send_count, 
                                CollectiveOptions options) {
   DrainAsync();
   OpDesc d{OpKind::kAllgather, type, ReduceOp::kSum, -1, send_count};
+  RY_RETURN_IF_ERROR(PickAlgorithm("allgather", options).status());
   return Run(d, options, [&](OpContext& c) {
     return RingAllgather(c, static_cast<const char*>(send), static_cast<char*>(recv),
                          send_count * SizeOf(type));
@@ -430,6 +473,7 @@ Status Communicator::Alltoall(const void* send, void* recv, size_t count, DataTy
     return InvalidArgument("alltoall: in-place (send == recv) is not supported; pass two buffers");
   }
   OpDesc d{OpKind::kAlltoall, type, ReduceOp::kSum, -1, count};
+  RY_RETURN_IF_ERROR(PickAlgorithm("alltoall", options).status());
   return Run(d, options, [&](OpContext& c) {
     return PairwiseAlltoall(c, static_cast<const char*>(send), static_cast<char*>(recv),
                             count * SizeOf(type));
@@ -443,8 +487,12 @@ void Communicator::AttachHierarchy(std::unique_ptr<Communicator> local,
 }
 
 void Communicator::Abort(std::string_view reason) {
-  transport_->Abort(fmt::format("rank {} called abort: {}", rank_, reason),
-                    base::Deadline::After(kAbortBudget));
+  std::string why = fmt::format("rank {} called abort: {}", rank_, reason);
+  transport_->Abort(why, base::Deadline::After(kAbortBudget));
+  // Ranks of this host may be waiting inside the hierarchical allreduce's sub-groups, whose
+  // transports are separate: tell them too, or they would time out and blame this rank.
+  if (local_) local_->transport().Abort(why, base::Deadline::After(kAbortBudget));
+  if (leaders_) leaders_->transport().Abort(why, base::Deadline::After(kAbortBudget));
 }
 
 std::shared_ptr<Work> Communicator::Submit(std::function<Status()> fn) {
@@ -502,6 +550,37 @@ std::shared_ptr<Work> Communicator::AllgatherAsync(const void* send, void* recv,
 std::shared_ptr<Work> Communicator::BroadcastAsync(void* data, size_t count, DataType type,
                                                    int root, CollectiveOptions options) {
   return Submit([=, this] { return Broadcast(data, count, type, root, options); });
+}
+
+std::shared_ptr<Work> Communicator::ReduceAsync(const void* send, void* recv, size_t count,
+                                                DataType type, ReduceOp op, int root,
+                                                CollectiveOptions options) {
+  return Submit([=, this] { return Reduce(send, recv, count, type, op, root, options); });
+}
+
+std::shared_ptr<Work> Communicator::ReduceScatterAsync(const void* send, void* recv,
+                                                       size_t recv_count, DataType type,
+                                                       ReduceOp op, CollectiveOptions options) {
+  return Submit([=, this] { return ReduceScatter(send, recv, recv_count, type, op, options); });
+}
+
+std::shared_ptr<Work> Communicator::AlltoallAsync(const void* send, void* recv, size_t count,
+                                                  DataType type, CollectiveOptions options) {
+  return Submit([=, this] { return Alltoall(send, recv, count, type, options); });
+}
+
+std::shared_ptr<Work> Communicator::BarrierAsync(CollectiveOptions options) {
+  return Submit([=, this] { return Barrier(options); });
+}
+
+std::shared_ptr<Work> Communicator::SendAsync(const void* data, size_t count, DataType type,
+                                              int peer_rank, CollectiveOptions options) {
+  return Submit([=, this] { return Send(data, count, type, peer_rank, options); });
+}
+
+std::shared_ptr<Work> Communicator::RecvAsync(void* data, size_t count, DataType type,
+                                              int peer_rank, CollectiveOptions options) {
+  return Submit([=, this] { return Recv(data, count, type, peer_rank, options); });
 }
 
 }  // namespace railyard::comm

@@ -59,6 +59,11 @@ enum class Algorithm {
 std::string_view AlgorithmName(Algorithm algorithm);
 // "auto", "ring", "rd" (or "recursive_doubling"), "tree", "pairwise", "hier", "window".
 Result<Algorithm> ParseAlgorithm(std::string_view text);
+// Whether `operation` ("allreduce", "broadcast", "reduce", "reduce_scatter", "allgather",
+// "alltoall", "barrier") can run `algorithm`; INVALID_ARGUMENT lists the ones it can.
+// kAuto always can. "hier" and "window" depend on placement and transport: where they do
+// not apply, allreduce runs the ring (see Communicator::Allreduce).
+Status CheckAlgorithm(std::string_view operation, Algorithm algorithm);
 
 struct CommOptions {
   std::chrono::milliseconds timeout{30000};  // per operation; RAILYARD_COMM_TIMEOUT
@@ -145,6 +150,20 @@ class Communicator {
                                        DataType type, CollectiveOptions options = {});
   std::shared_ptr<Work> BroadcastAsync(void* data, size_t count, DataType type, int root,
                                        CollectiveOptions options = {});
+  std::shared_ptr<Work> ReduceAsync(const void* send, void* recv, size_t count, DataType type,
+                                    ReduceOp op, int root, CollectiveOptions options = {});
+  std::shared_ptr<Work> ReduceScatterAsync(const void* send, void* recv, size_t recv_count,
+                                           DataType type, ReduceOp op,
+                                           CollectiveOptions options = {});
+  std::shared_ptr<Work> AlltoallAsync(const void* send, void* recv, size_t count, DataType type,
+                                      CollectiveOptions options = {});
+  std::shared_ptr<Work> BarrierAsync(CollectiveOptions options = {});
+  // Point to point, in the same queue: a rank's queued operations run one at a time in the
+  // order issued, so order sends and receives as blocking calls would have to be ordered.
+  std::shared_ptr<Work> SendAsync(const void* data, size_t count, DataType type, int peer,
+                                  CollectiveOptions options = {});
+  std::shared_ptr<Work> RecvAsync(void* data, size_t count, DataType type, int peer,
+                                  CollectiveOptions options = {});
 
   // Ends the job: every rank's current and next calls fail ABORTED naming this rank and
   // `reason`.
@@ -166,6 +185,8 @@ class Communicator {
   Status Run(const OpDesc& desc, const CollectiveOptions& options,
              const std::function<Status(struct OpContext&)>& body);
   Status CheckConsistency(OpContext& ctx, const OpDesc& desc);
+  Result<Algorithm> PickAlgorithm(std::string_view operation,
+                                  const CollectiveOptions& options) const;
   Status Attribute(const OpDesc& desc, Status error, base::Clock::time_point start);
   std::shared_ptr<Work> Submit(std::function<Status()> fn);
   void DrainAsync();

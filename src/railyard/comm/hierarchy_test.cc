@@ -85,5 +85,30 @@ TEST(Hierarchy, AllreduceMatchesTheReferenceForEveryTypeAndOp) {
   }
 }
 
+// Abort on one rank must reach ranks that wait inside the sub-groups' separate transports
+// (host-local and leaders), not only the job-wide one, and name the aborting rank.
+TEST(Hierarchy, AbortReachesRanksWaitingInsideTheSubGroups) {
+  HierJob j = MakeJob({2, 2});
+  ASSERT_TRUE(j.flat.status.ok());
+  constexpr int kAborter = 3;  // not a leader: its host's leader waits for it over shm
+  auto st = RunCommRanksForTest(j.flat, [&](Communicator& c) -> Status {
+    std::vector<float> v(1000, 1.0f);
+    if (c.rank() == kAborter) {
+      c.Abort("operator asked");
+      return c.Allreduce(v.data(), v.data(), v.size(), DataType::kF32, ReduceOp::kSum);
+    }
+    // A deadline far beyond the test's run: only the abort can end these calls quickly, and
+    // a timeout would be a different error code.
+    return c.Allreduce(v.data(), v.data(), v.size(), DataType::kF32, ReduceOp::kSum,
+                       {.timeout = std::chrono::minutes(2),
+                        .algorithm = Algorithm::kHierarchical});
+  });
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(st[r].code(), StatusCode::kAborted) << "rank " << r << ": " << st[r].ToString();
+    EXPECT_NE(st[r].message().find("rank 3 called abort: operator asked"), std::string::npos)
+        << "rank " << r << ": " << st[r].ToString();
+  }
+}
+
 }  // namespace
 }  // namespace railyard::comm
