@@ -26,7 +26,18 @@ struct Job {
   std::vector<base::Child> ranks;
 };
 
-Job StartJob(const std::string& transport, const std::string& algorithm = "ring") {
+// Each rank reports host node<r / ranks_per_host>: names to check in messages, and with
+// ranks_per_host > 1 the hierarchical allreduce's groups (shm inside a host).
+std::string HostOf(int rank, int ranks_per_host) {
+  return fmt::format("node{}", rank / ranks_per_host);
+}
+
+// shm needs every rank on one host; the other transports run one rank per host name.
+int DefaultRanksPerHost(const std::string& transport) { return transport == "shm" ? kRanks : 1; }
+
+Job StartJob(const std::string& transport, const std::string& algorithm = "ring",
+             int ranks_per_host = 0) {
+  if (ranks_per_host == 0) ranks_per_host = DefaultRanksPerHost(transport);
   Job job;
   std::string secret = base::ToHex(base::RandomBytes(16));
   auto server = net::TcpStoreServer::Start({.bind_ip = "127.0.0.1", .port = 0, .secret = secret});
@@ -46,7 +57,8 @@ Job StartJob(const std::string& transport, const std::string& algorithm = "ring"
              {"RAILYARD_TRANSPORT", transport},
              {"RAILYARD_SOCKET_IFNAME", "=lo"},
              {"RAILYARD_OFI_DOMAIN", "lo"},
-             {"RAILYARD_COMM_ALGO", algorithm}};
+             {"RAILYARD_COMM_ALGO", algorithm},
+             {"RAILYARD_HOST", HostOf(r, ranks_per_host)}};
     auto child = base::Child::Spawn(o);
     EXPECT_TRUE(child.ok()) << child.status().ToString();
     if (child.ok()) job.ranks.push_back(std::move(*child));
@@ -66,7 +78,12 @@ void WaitUntilTiming(Job& job) {
 
 // Every survivor must exit on its own (not be killed by this bound) with an error naming
 // `culprit`.
-void ExpectSurvivorsName(Job& job, int culprit, const std::string& transport) {
+void ExpectSurvivorsName(Job& job, int culprit, const std::string& transport,
+                         int ranks_per_host = 0) {
+  if (ranks_per_host == 0) ranks_per_host = DefaultRanksPerHost(transport);
+  // The job-wide rank, its host and its pid: what an operator needs to find the process.
+  const std::string named = fmt::format("rank {} ({} pid {})", culprit,
+                                        HostOf(culprit, ranks_per_host), job.ranks[culprit].pid());
   for (int r = 0; r < kRanks; ++r) {
     if (r == culprit) continue;
     // The bound only keeps a broken build from hanging the suite: survivors report within
@@ -74,9 +91,8 @@ void ExpectSurvivorsName(Job& job, int culprit, const std::string& transport) {
     auto e = job.ranks[r].Wait(base::Deadline::After(seconds(30)));
     ASSERT_TRUE(e.ok()) << transport << " rank " << r << " did not exit: " << e.status().ToString();
     EXPECT_EQ(e->exit_code, 1) << transport << " rank " << r << ": " << e->stderr_text;
-    EXPECT_NE(e->stderr_text.find(fmt::format("rank {} (", culprit)), std::string::npos)
-        << transport << " rank " << r << " does not name rank " << culprit << ": "
-        << e->stderr_text;
+    EXPECT_NE(e->stderr_text.find(named), std::string::npos)
+        << transport << " rank " << r << " does not name " << named << ": " << e->stderr_text;
     // The operation and its sequence number: the allreduce loop, or the barrier just before
     // it for a rank that had not left the barrier yet.
     EXPECT_TRUE(e->stderr_text.find("allreduce #") != std::string::npos ||
@@ -117,11 +133,28 @@ TEST_P(CommFailureWindow, RankSignalledInsideTheWindowAllreduceIsNamed) {
   ASSERT_EQ(job.ranks.size(), static_cast<size_t>(kRanks));
   ASSERT_NO_FATAL_FAILURE(WaitUntilTiming(job));
   job.ranks[victim].SignalGroup(signal);
-  ExpectSurvivorsName(job, victim, "shm window");
+  ExpectSurvivorsName(job, victim, "shm");
   if (signal == SIGSTOP) job.ranks[victim].KillAndReap();
 }
 
 INSTANTIATE_TEST_SUITE_P(KillAndStop, CommFailureWindow, ::testing::Values(SIGKILL, SIGSTOP));
+
+// The hierarchical allreduce (2 hosts x 2 ranks: shm inside each, tcp between the leaders):
+// a rank killed or stopped is named by its job-wide rank, whichever group noticed.
+class CommFailureHierarchy : public ::testing::TestWithParam<int> {};
+
+TEST_P(CommFailureHierarchy, RankSignalledInsideTheHierarchicalAllreduceIsNamed) {
+  const int signal = GetParam();
+  const int victim = signal == SIGKILL ? 3 : 2;  // host node1: its member, then its leader
+  Job job = StartJob("tcp", "hier", 2);
+  ASSERT_EQ(job.ranks.size(), static_cast<size_t>(kRanks));
+  ASSERT_NO_FATAL_FAILURE(WaitUntilTiming(job));
+  job.ranks[victim].SignalGroup(signal);
+  ExpectSurvivorsName(job, victim, "hier", 2);
+  if (signal == SIGSTOP) job.ranks[victim].KillAndReap();
+}
+
+INSTANTIATE_TEST_SUITE_P(KillAndStop, CommFailureHierarchy, ::testing::Values(SIGKILL, SIGSTOP));
 
 TEST(CommRendezvous, UnreachableStoreIsNamedAtTheDeadline) {
   base::SpawnOptions o;

@@ -26,9 +26,10 @@ Result<int> ParseInt(const std::string& name, const std::string& text) {
 Result<std::unique_ptr<net::Transport>> StartTransport(const BootstrapConfig& config,
                                                        const std::string& backend, int rank,
                                                        int size, const std::string& key_prefix,
-                                                       net::Store& store,
-                                                       base::Deadline deadline) {
+                                                       net::Store& store, base::Deadline deadline,
+                                                       std::vector<int> job_ranks = {}) {
   net::TransportOptions o;
+  o.job_ranks = std::move(job_ranks);
   o.rank = rank;
   o.size = size;
   o.store = &store;
@@ -51,8 +52,10 @@ Result<std::unique_ptr<Communicator>> SubCommunicator(const BootstrapConfig& con
                                                       const std::string& backend, int rank,
                                                       int size, const std::string& key_prefix,
                                                       const std::string& name, net::Store& store,
-                                                      base::Deadline deadline) {
-  auto t = StartTransport(config, backend, rank, size, key_prefix, store, deadline);
+                                                      base::Deadline deadline,
+                                                      std::vector<int> job_ranks) {
+  auto t = StartTransport(config, backend, rank, size, key_prefix, store, deadline,
+                          std::move(job_ranks));
   if (!t.ok()) return t.status().WithContext(fmt::format("starting the {} ({})", name, backend));
   CommOptions co = config.comm;
   co.ring_order.clear();
@@ -88,13 +91,20 @@ Status BuildHierarchy(const BootstrapConfig& config, const std::vector<net::Peer
                       SubCommunicator(config, "shm", local_rank,
                                       static_cast<int>(local_ranks.size()),
                                       prefix + "/local/" + my_host,
-                                      fmt::format("ranks on {}", my_host), store, deadline));
+                                      fmt::format("ranks on {}", my_host), store, deadline,
+                                      local_ranks));
   std::unique_ptr<Communicator> leaders;
   if (local_rank == 0) {
+    std::vector<int> leader_ranks;  // each host's lowest rank, in the order of `hosts`
+    for (const auto& h : hosts) {
+      leader_ranks.push_back(std::find_if(all.begin(), all.end(), [&](const net::PeerInfo& p) {
+                               return p.host == h;
+                             })->rank);
+    }
     RY_ASSIGN_OR_RETURN(leaders, SubCommunicator(config, backend, host_index,
                                                  static_cast<int>(hosts.size()),
                                                  prefix + "/leaders", "host leaders", store,
-                                                 deadline));
+                                                 deadline, leader_ranks));
   }
   comm.AttachHierarchy(std::move(local), std::move(leaders));
   return Status::Ok();

@@ -223,7 +223,10 @@ Status Communicator::Attribute(const OpDesc& desc, Status error,
                                base::Clock::time_point start) {
   std::string what = desc.Describe(desc.collective ? seq_ : p2p_seq_, Algorithm::kAuto);
   if (!options_.group_name.empty()) {
-    what += fmt::format(" among the {} (rank numbers within that group)", options_.group_name);
+    // Peers carry their job-wide ranks when the bootstrap built the group; otherwise the
+    // numbers in the message are the group's own, and the message must say so.
+    what += fmt::format(" among the {}{}", options_.group_name,
+                        peer(rank_).job_rank >= 0 ? "" : " (rank numbers within that group)");
   }
   double elapsed = base::SecondsSince(start);
   if (error.code() == StatusCode::kAborted) {
@@ -250,7 +253,7 @@ Status Communicator::Attribute(const OpDesc& desc, Status error,
         culprit += fmt::format("{}{} is unresponsive: {}", culprit.empty() ? "" : "; ", who,
                                pr.detail);
       } else if (activities.size() < 2000) {
-        activities += fmt::format("; rank {}: {}", pr.rank, pr.activity);
+        activities += fmt::format("; rank {}: {}", net::JobRank(peer(pr.rank)), pr.activity);
       }
     }
     if (culprit.empty()) {
@@ -262,7 +265,8 @@ Status Communicator::Attribute(const OpDesc& desc, Status error,
   } else {
     culprit = error.message();
   }
-  std::string reason = fmt::format("{} on rank {} failed: {}", what, rank_, culprit);
+  std::string reason =
+      fmt::format("{} on rank {} failed: {}", what, net::JobRank(peer(rank_)), culprit);
   transport_->Abort(reason, base::Deadline::After(kAbortBudget));
   kLog.Error("{}", reason);
   return Status(code, fmt::format("{} failed after {:.2f} s (deadline {}): {}", what, elapsed,

@@ -8,8 +8,8 @@
 namespace railyard::net {
 
 std::string DescribePeer(const PeerInfo& peer) {
-  if (peer.host.empty()) return fmt::format("rank {}", peer.rank);
-  return fmt::format("rank {} ({} pid {})", peer.rank, peer.host, peer.pid);
+  if (peer.host.empty()) return fmt::format("rank {}", JobRank(peer));
+  return fmt::format("rank {} ({} pid {})", JobRank(peer), peer.host, peer.pid);
 }
 
 std::string DescribeRanks(std::span<const int> ranks) {

@@ -48,10 +48,15 @@ struct PeerInfo {
   std::string host;     // the host name the rank reported
   int pid = 0;          // its process id, for operators
   std::string address;  // backend-specific endpoint address
+  // Its rank in the whole job when this transport serves a sub-group (the hierarchical
+  // allreduce's host-local and leaders' groups), else -1. Names the peer in messages.
+  int job_rank = -1;
 };
 
-// "rank 3 (node2 pid 4242)".
+// "rank 3 (node2 pid 4242)", with the job-wide rank where the peer has one.
 std::string DescribePeer(const PeerInfo& peer);
+// The rank that names the peer to operators: job_rank if set, else rank.
+inline int JobRank(const PeerInfo& peer) { return peer.job_rank >= 0 ? peer.job_rank : peer.rank; }
 
 // A posted send or receive. A plain value; completed requests' ids are never reused.
 struct Request {
@@ -85,7 +90,18 @@ struct TransportOptions {
   // For the tcp backend: connections per peer and direction, and socket buffer size.
   int streams_per_peer = 2;
   size_t socket_buffer_bytes = 4 << 20;
+  // For a sub-group of a job: the job-wide rank of each of its `size` ranks (known to every
+  // member), so that messages name peers as operators know them. Empty: the same numbers.
+  std::vector<int> job_ranks;
 };
+
+// options.job_ranks[rank] when job_ranks lists every rank, else -1.
+inline int JobRankOf(const TransportOptions& options, int rank) {
+  return static_cast<int>(options.job_ranks.size()) == options.size && rank >= 0 &&
+                 rank < options.size
+             ? options.job_ranks[static_cast<size_t>(rank)]
+             : -1;
+}
 
 class Transport {
  public:

@@ -353,7 +353,7 @@ Status OfiTransport::Start(base::Deadline deadline) {
                              keys[r], v);
     }
     PeerState& p = peers_[r];
-    p.info = PeerInfo{r, h, pid, name_hex};
+    p.info = PeerInfo{r, h, pid, name_hex, JobRankOf(options_, r)};
     RY_ASSIGN_OR_RETURN(std::string name, Unhex(name_hex));
     RY_ASSIGN_OR_RETURN(p.nonce, Unhex(nonce_hex));
     if (name.size() != ep_name_.size()) {

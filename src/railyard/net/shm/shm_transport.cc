@@ -109,7 +109,10 @@ class ShmTransport final : public Transport {
   ShmTransport(const TransportOptions& options, const ShmOptions& shm)
       : options_(options), shm_(shm), rank_(options.rank), size_(options.size) {
     infos_.resize(static_cast<size_t>(size_));
-    for (int r = 0; r < size_; ++r) infos_[static_cast<size_t>(r)].rank = r;
+    for (int r = 0; r < size_; ++r) {
+      infos_[static_cast<size_t>(r)].rank = r;
+      infos_[static_cast<size_t>(r)].job_rank = JobRankOf(options, r);
+    }
     std::string host = options.host;
     if (host.empty()) {
       char buf[256] = {};

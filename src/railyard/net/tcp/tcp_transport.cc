@@ -384,6 +384,7 @@ Status TcpTransport::Start(base::Deadline deadline) {
                                        opt_.size, self, opt_.host, deadline));
   for (int r = 0; r < opt_.size; ++r) {
     peers_[r].info = all[r];
+    peers_[r].info.job_rank = JobRankOf(opt_, r);
     peers_[r].out = std::vector<OutStream>(opt_.streams_per_peer);
     if (r == opt_.rank) continue;
     auto addr = ParseHostPort(all[r].address);
