@@ -3,6 +3,9 @@
 // hangs; a store that cannot be reached is named. Ranks are `railyard bench comm --worker`
 // processes that meet through a TcpStore served by this test.
 #include <signal.h>
+#include <stdlib.h>
+
+#include <filesystem>
 
 #include <gtest/gtest.h>
 
@@ -36,7 +39,7 @@ std::string HostOf(int rank, int ranks_per_host) {
 int DefaultRanksPerHost(const std::string& transport) { return transport == "shm" ? kRanks : 1; }
 
 Job StartJob(const std::string& transport, const std::string& algorithm = "ring",
-             int ranks_per_host = 0) {
+             int ranks_per_host = 0, int started = kRanks, const char* setup_timeout = "60s") {
   if (ranks_per_host == 0) ranks_per_host = DefaultRanksPerHost(transport);
   Job job;
   std::string secret = base::ToHex(base::RandomBytes(16));
@@ -44,12 +47,13 @@ Job StartJob(const std::string& transport, const std::string& algorithm = "ring"
   EXPECT_TRUE(server.ok()) << server.status().ToString();
   if (!server.ok()) return job;
   job.store = std::move(*server);
-  for (int r = 0; r < kRanks; ++r) {
+  for (int r = 0; r < started; ++r) {
     base::SpawnOptions o;
     // One size, many iterations: the ranks are inside the timed allreduce loop for as long
     // as the test needs.
     o.argv = {RAILYARD_BINARY, "bench", "comm", "--worker", "--sizes", "256KiB", "--iters",
-              "100000", "--warmup", "3", "--timeout", kTimeout};
+              "100000", "--warmup", "3", "--timeout", kTimeout, "--setup-timeout",
+              setup_timeout};
     o.env = {{"RAILYARD_RANK", std::to_string(r)},
              {"RAILYARD_WORLD_SIZE", std::to_string(kRanks)},
              {"RAILYARD_STORE", job.store->address()},
@@ -120,6 +124,19 @@ TEST_P(CommFailureTest, StoppedRankIsNamedByEverySurvivor) {
   job.ranks[1].KillAndReap();
 }
 
+// A rank that never starts: the others give up at the set-up deadline, naming it.
+TEST_P(CommFailureTest, RankThatNeverStartsIsNamedAtTheSetupDeadline) {
+  Job job = StartJob(GetParam(), "ring", 0, kRanks - 1, "2s");
+  ASSERT_EQ(job.ranks.size(), static_cast<size_t>(kRanks - 1));
+  for (int r = 0; r < kRanks - 1; ++r) {
+    auto e = job.ranks[r].Wait(base::Deadline::After(seconds(30)));  // a hang guard only
+    ASSERT_TRUE(e.ok()) << GetParam() << " rank " << r << " did not exit";
+    EXPECT_NE(e->exit_code, 0) << GetParam() << " rank " << r;
+    EXPECT_NE(e->stderr_text.find("rank 3"), std::string::npos)
+        << GetParam() << " rank " << r << " does not name rank 3: " << e->stderr_text;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, CommFailureTest, ::testing::ValuesIn(net::TransportNames()));
 
 // The shm allreduce through the shared window waits on peers' window counters, not on
@@ -168,6 +185,48 @@ TEST(CommRendezvous, UnreachableStoreIsNamedAtTheDeadline) {
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   EXPECT_NE(e->exit_code, 0);
   EXPECT_NE(e->stderr_text.find("127.0.0.1:9"), std::string::npos) << e->stderr_text;
+}
+
+// Ranks that meet through a file store on a shared directory, or through MASTER_ADDR and
+// MASTER_PORT (torchrun's variables) pointing at a store: the job runs and is correct.
+TEST(CommRendezvous, FileStoreAndMasterAddrBothWork) {
+  char dir_template[] = "/tmp/railyard-filestore-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  auto server = net::TcpStoreServer::Start({.bind_ip = "127.0.0.1", .port = 0, .secret = "s"});
+  ASSERT_TRUE(server.ok());
+  const std::string address = (*server)->address();
+  const std::string host = address.substr(0, address.rfind(':'));
+  const std::string port = address.substr(address.rfind(':') + 1);
+  using Env = std::vector<std::pair<std::string, std::string>>;
+  for (const Env& meet : {Env{{"RAILYARD_STORE_DIR", dir}},
+                          Env{{"MASTER_ADDR", host}, {"MASTER_PORT", port}}}) {
+    std::vector<base::Child> ranks;
+    for (int r = 0; r < 3; ++r) {
+      base::SpawnOptions o;
+      o.argv = {RAILYARD_BINARY, "bench", "comm", "--worker", "--sizes", "4KiB:64KiB",
+                "--iters", "2", "--json", "--timeout", "10s"};
+      o.env = meet;
+      o.env.insert(o.env.end(), {{"RAILYARD_RANK", std::to_string(r)},
+                                 {"RAILYARD_WORLD_SIZE", "3"},
+                                 {"RAILYARD_JOB_SECRET", "s"},
+                                 {"RAILYARD_TRANSPORT", "tcp"},
+                                 {"RAILYARD_SOCKET_IFNAME", "=lo"}});
+      auto child = base::Child::Spawn(o);
+      ASSERT_TRUE(child.ok()) << child.status().ToString();
+      ranks.push_back(std::move(*child));
+    }
+    for (int r = 0; r < 3; ++r) {
+      auto e = ranks[r].Wait(base::Deadline::After(seconds(60)));  // a hang guard only
+      ASSERT_TRUE(e.ok()) << meet[0].first << " rank " << r << " did not exit";
+      EXPECT_EQ(e->exit_code, 0) << meet[0].first << " rank " << r << ": " << e->stderr_text;
+      if (r == 0) {
+        EXPECT_NE(e->stdout_text.find("\"wrong\": 0"), std::string::npos)
+            << meet[0].first << ": " << e->stdout_text;
+      }
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CommRendezvous, WrongSecretIsRefused) {

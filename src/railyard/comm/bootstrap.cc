@@ -156,6 +156,9 @@ Result<BootstrapConfig> BootstrapConfigFromEnvironment(
   if (auto j = get("RAILYARD_JOB_ID"); !j.empty()) c.job_id = j;
   c.serve_store = get("RAILYARD_STORE_SERVE") == "1" && c.rank == 0;
   c.host = get("RAILYARD_HOST");
+  // On a virtual host (`vcluster exec`, `bench comm --vcluster`) the namespace shares the
+  // machine's host name: report the virtual host's, so errors name node2, not the machine.
+  if (c.host.empty()) c.host = get("RAILYARD_VHOST");
   c.hierarchy = get("RAILYARD_COMM_HIERARCHY") != "0";
   if (auto v = get("RAILYARD_TCP_STREAMS"); !v.empty()) {
     RY_ASSIGN_OR_RETURN(c.tcp_streams, ParseInt("RAILYARD_TCP_STREAMS", v));

@@ -11,7 +11,8 @@
 //   RAILYARD_COMM_*            CommOptions (see communicator.h)
 //   RAILYARD_JOB_ID            separates communicators of different jobs on one store
 //   RAILYARD_STORE_SERVE=1     on rank 0: serve the TcpStore at RAILYARD_STORE itself
-//   RAILYARD_HOST              the host name this rank reports (default: gethostname)
+//   RAILYARD_HOST              the host name this rank reports (default: RAILYARD_VHOST on
+//                              a virtual host, else gethostname)
 //   RAILYARD_COMM_HIERARCHY=0  no host-local/leader sub-communicators (default: built when
 //                              ranks share hosts and span several)
 //   RAILYARD_TCP_STREAMS       tcp connections per peer and direction (default 2)

@@ -25,9 +25,30 @@ Result<std::vector<PeerInfo>> ExchangePeerInfo(Store& store, const std::string& 
   for (int r = 0; r < size; ++r) keys.push_back(fmt::format("{}/peer/{}", prefix, r));
   Status waited = store.Wait(keys, deadline);
   if (!waited.ok()) {
+    // Name the ranks that are missing: each key checked with a short deadline of its own,
+    // within a bounded budget (this runs only on the way to an error).
+    std::vector<int> missing;
+    auto budget = base::Deadline::After(std::chrono::milliseconds(500));
+    bool complete = true;
+    for (int r = 0; r < size; ++r) {
+      if (budget.Expired()) {
+        complete = false;
+        break;
+      }
+      std::string one[] = {keys[r]};
+      if (!store.Wait(one, base::Deadline::After(std::chrono::milliseconds(20))).ok()) {
+        missing.push_back(r);
+      }
+    }
+    std::string who = missing.empty()
+                          ? std::string("")
+                          : fmt::format("rank{} {}{} never published (not started, or cannot "
+                                        "reach the store); ",
+                                        missing.size() == 1 ? "" : "s", DescribeRanks(missing),
+                                        complete ? "" : " (and perhaps more)");
     return Status(waited.code(),
-                  fmt::format("rank {} waiting for all {} ranks to publish their addresses: {}",
-                              rank, size, waited.message()));
+                  fmt::format("rank {} waiting for all {} ranks to publish their addresses: "
+                              "{}{}", rank, size, who, waited.message()));
   }
   std::vector<PeerInfo> all(size);
   for (int r = 0; r < size; ++r) {
