@@ -103,5 +103,23 @@ TEST_F(CommVclusterTest, CutLinkIsNamedByEverySurvivor) {
   }
 }
 
+// `railyard demo` end to end: its allreduce step is correct and reports busbw next to the
+// link that limits it, and the demo removes its cluster.
+TEST(DemoTest, AllreduceStepReportsBusbwNextToTheLinkRate) {
+  std::string reason = NetnsUnavailableReason();
+  if (!reason.empty()) GTEST_SKIP() << reason;
+  auto r = RunRailyard({"demo", "--prefix", "rdt"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  size_t step = r.out.find("[5/7] allreduce across the 4 hosts");
+  ASSERT_NE(step, std::string::npos) << r.out;
+  std::string rest = r.out.substr(step);
+  EXPECT_NE(rest.find(", 0 wrong"), std::string::npos) << rest;
+  EXPECT_NE(rest.find("busbw"), std::string::npos) << rest;
+  EXPECT_NE(rest.find("% of 500 Mbit/s"), std::string::npos) << rest;
+  EXPECT_NE(r.out.find("[7/7] tear down"), std::string::npos) << r.out;
+  auto list = RunRailyard({"vcluster", "list"});
+  EXPECT_EQ(list.out.find("rdt"), std::string::npos) << list.out;
+}
+
 }  // namespace
 }  // namespace railyard::testing
