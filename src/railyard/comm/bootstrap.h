@@ -4,7 +4,7 @@
 //   RAILYARD_RANK / RANK, RAILYARD_WORLD_SIZE / WORLD_SIZE      who and how many (required)
 //   RAILYARD_STORE=host:port (TcpStore) or RAILYARD_STORE_DIR=/shared/dir (FileStore);
 //     else MASTER_ADDR + MASTER_PORT (TcpStore, torchrun's names)
-//   RAILYARD_JOB_SECRET        proven by every store and data connection (required for tcp)
+//   RAILYARD_JOB_SECRET        proven by every store and data connection (required)
 //   RAILYARD_TRANSPORT         auto (default), tcp, shm, ofi
 //   RAILYARD_SOCKET_IFNAME     interface for tcp, NCCL_SOCKET_IFNAME syntax
 //   RAILYARD_OFI_PROVIDER, RAILYARD_OFI_DOMAIN   libfabric provider and domain

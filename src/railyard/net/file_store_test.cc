@@ -1,6 +1,8 @@
 #include "railyard/net/file_store.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -179,6 +181,34 @@ TEST_F(FileStoreTest, TwoProcessesIncrementAtomically) {
   ASSERT_EQ(WEXITSTATUS(status), 0);
   EXPECT_EQ(*store_->Get("counter", Soon()), "400");
   EXPECT_EQ(std::stoi(*store_->Get("cas", Soon())), 400);
+}
+
+TEST_F(FileStoreTest, KeyLockHeldElsewhereEndsWritesAtTheDeadlineUntilReleased) {
+  // The store's per-key lock file, held through a descriptor of our own: flock locks belong
+  // to the open file description, so the store's own open() contends like another process.
+  std::string lock_path = dir_ + "/l." + FileStoreKeyFileName("held/key");
+  base::UniqueFd held(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  ASSERT_TRUE(held.valid()) << lock_path;
+  ASSERT_EQ(::flock(held.get(), LOCK_EX | LOCK_NB), 0);
+
+  auto check = [&](const Status& s) {
+    EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
+    EXPECT_TRUE(Contains(s.message(), dir_)) << s.message();
+    EXPECT_TRUE(Contains(s.message(), "'held/key'")) << s.message();
+  };
+  check(store_->Add("held/key", 1, Deadline::After(milliseconds(100))).status());
+  check(store_->CompareAndSet("held/key", "", "v", Deadline::After(milliseconds(100))).status());
+  check(store_->Set("held/key", "v", Deadline::After(milliseconds(100))));
+  // Nothing was written, and other keys are not affected by this key's lock.
+  EXPECT_EQ(store_->Get("held/key", Deadline::After(milliseconds(20))).status().code(),
+            StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(*store_->Add("other/key", 1, Soon()), 1);
+
+  held.Reset();  // releases the lock
+  EXPECT_EQ(*store_->Add("held/key", 2, Soon()), 2);
+  EXPECT_EQ(*store_->CompareAndSet("held/key", "2", "three", Soon()), "three");
+  ASSERT_TRUE(store_->Set("held/key", "four", Soon()).ok());
+  EXPECT_EQ(*store_->Get("held/key", Soon()), "four");
 }
 
 }  // namespace

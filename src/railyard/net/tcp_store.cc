@@ -884,7 +884,13 @@ Result<Message> TcpStoreClient::Call(const Message& request, std::string_view wh
     }
   }
   if (!fd.valid()) {
-    RY_ASSIGN_OR_RETURN(fd, Connect(deadline));
+    auto connected = Connect(deadline);
+    // Connect names the store; add the operation and its key, as every other error here does.
+    if (!connected.ok()) {
+      return Status(connected.status().code(),
+                    fmt::format("{}: {}", what, connected.status().message()));
+    }
+    fd = std::move(*connected);
   }
   auto fail = [&](const Status& s) {
     if (s.code() != StatusCode::kDeadlineExceeded) {

@@ -1,10 +1,14 @@
 #include "railyard/net/tcp_store.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <latch>
@@ -440,6 +444,112 @@ TEST_F(TcpStoreTest, StoppingServerReleasesConnectedAndWaitingClients) {
   Status s = idle->Set("k", "v", Deadline::After(milliseconds(200)));
   EXPECT_FALSE(s.ok());
   EXPECT_TRUE(Contains(s.message(), address)) << s.message();
+}
+
+// A TcpStoreServer in a forked child, so that the test can freeze it (SIGSTOP) while clients
+// stay connected: the kernel keeps the sockets open and even completes new connections, but
+// nothing answers. The child is SIGKILLed and reaped on destruction, also when a test fails.
+class StoppableServerProcess {
+ public:
+  StoppableServerProcess() = default;
+  StoppableServerProcess(const StoppableServerProcess&) = delete;
+  StoppableServerProcess& operator=(const StoppableServerProcess&) = delete;
+  ~StoppableServerProcess() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);  // works on a stopped process too
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+
+  // Forks the child and waits (until `deadline`) for it to report its port.
+  Status Start(Deadline deadline) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return ErrnoStatus(errno, "pipe");
+    base::UniqueFd read_end(fds[0]);
+    base::UniqueFd write_end(fds[1]);
+    pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ < 0) return ErrnoStatus(errno, "fork");
+    if (pid_ == 0) {
+      // Dies with the test process, even if the test crashes before the guard runs.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) std::_Exit(1);
+      read_end.Reset();
+      auto server = TcpStoreServer::Start(
+          {.bind_ip = "127.0.0.1", .port = 0, .secret = std::string(kSecret)});
+      if (!server.ok()) std::_Exit(2);
+      int port = (*server)->port();
+      if (::write(write_end.get(), &port, sizeof(port)) != sizeof(port)) std::_Exit(3);
+      for (;;) ::pause();  // serves until killed
+    }
+    write_end.Reset();
+    pollfd p{read_end.get(), POLLIN, 0};
+    if (::poll(&p, 1, deadline.PollTimeoutMs()) != 1) {
+      return DeadlineExceeded("the store child did not report its port");
+    }
+    int port = 0;
+    if (::read(read_end.get(), &port, sizeof(port)) != sizeof(port)) {
+      return Internal("the store child exited before serving");
+    }
+    address_ = "127.0.0.1:" + std::to_string(port);
+    return Status::Ok();
+  }
+
+  // SIGSTOPs the child and returns once it is really stopped (or at `deadline`).
+  Status Freeze(Deadline deadline) {
+    if (::kill(pid_, SIGSTOP) != 0) return ErrnoStatus(errno, "kill SIGSTOP");
+    for (;;) {
+      int status = 0;
+      pid_t r = ::waitpid(pid_, &status, WUNTRACED | WNOHANG);
+      if (r == pid_ && WIFSTOPPED(status)) return Status::Ok();
+      if (r == pid_) return Internal("the store child ended instead of stopping");
+      if (r < 0 && errno != EINTR) return ErrnoStatus(errno, "waitpid");
+      if (deadline.Expired()) return DeadlineExceeded("the store child did not stop");
+      std::this_thread::yield();
+    }
+  }
+
+  const std::string& address() const { return address_; }
+
+ private:
+  pid_t pid_ = -1;
+  std::string address_;
+};
+
+TEST(TcpStoreStoppedServerTest, EveryOperationEndsAtItsDeadlineNamingServerAndKey) {
+  StoppableServerProcess server;
+  ASSERT_TRUE(server.Start(Soon()).ok());
+  const std::string& address = server.address();
+  // One client per operation, each with an authenticated idle connection made while the
+  // server still answered: the request goes out and the answer never comes.
+  std::vector<std::unique_ptr<Store>> clients;
+  for (int i = 0; i < 5; ++i) {
+    auto c = ConnectTcpStore(address, kSecret, Soon());
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    clients.push_back(std::move(c).value());
+  }
+  ASSERT_TRUE(clients[0]->Set("warm", "1", Soon()).ok());  // it does answer before the stop
+  Status frozen = server.Freeze(Soon());
+  ASSERT_TRUE(frozen.ok()) << frozen.ToString();
+
+  auto brief = [] { return Deadline::After(milliseconds(300)); };
+  auto check = [&](const Status& s, std::string_view key) {
+    EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
+    EXPECT_TRUE(Contains(s.message(), address)) << s.message();
+    EXPECT_TRUE(Contains(s.message(), key)) << s.message();
+  };
+  check(clients[0]->Set("frozen/set", "v", brief()), "'frozen/set'");
+  check(clients[1]->Get("frozen/get", brief()).status(), "'frozen/get'");
+  check(clients[2]->Add("frozen/add", 1, brief()).status(), "'frozen/add'");
+  check(clients[3]->CompareAndSet("frozen/cas", "", "v", brief()).status(), "'frozen/cas'");
+  std::vector<std::string> keys = {"frozen/wait1", "frozen/wait2"};
+  check(clients[4]->Wait(keys, brief()), "frozen/wait1, frozen/wait2");
+
+  // The timed-out connections were dropped, so a second call has to connect afresh; the
+  // kernel accepts, but no greeting comes. That too ends at the deadline, naming the server
+  // and the key.
+  check(clients[0]->Set("frozen/set2", "v", brief()), "frozen/set2");
+  check(clients[1]->Get("frozen/get2", brief()).status(), "frozen/get2");
 }
 
 }  // namespace
