@@ -1,6 +1,7 @@
 #include "railyard/net/ofi/fabric_library.h"
 
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <fmt/format.h>
 
 #include <mutex>
@@ -16,6 +17,13 @@ Result<const FabricLibrary*> LoadFabricLibrary() {
   static std::string error;
   static std::once_flag once;
   std::call_once(once, [] {
+    // RxM posts FI_OFI_RXM_MSG_RX_SIZE receive buffers of FI_OFI_RXM_BUFFER_SIZE (16 KiB)
+    // on every connection and zeroes them: 2 MiB per peer at the default of 128. With 64
+    // ranks on 2 cores, start-up spent most of its CPU in that memset (28 s for 64 ofi
+    // ranks). 32 keeps 512 KiB per peer; 4-rank busbw at 4 KiB, 1 MiB and 16 MiB was level
+    // or better (docs/comm.md). Read by the providers when libfabric initialises, so it is
+    // set here, once, before loading it; a value the user set wins.
+    ::setenv("FI_OFI_RXM_MSG_RX_SIZE", "32", /*overwrite=*/0);
     // Never closed: providers register atexit handlers and threads that outlive any owner.
     void* handle = ::dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) {
