@@ -20,6 +20,7 @@
 #include "railyard/base/files.h"
 #include "railyard/base/hmac.h"
 #include "railyard/base/logging.h"
+#include "railyard/net/transport_testing.h"
 
 namespace railyard::net {
 namespace {
@@ -35,27 +36,6 @@ Deadline Soon() { return Deadline::After(seconds(20)); }
 bool Contains(const std::string& haystack, std::string_view needle) {
   return haystack.find(needle) != std::string::npos;
 }
-
-// Captures warnings logged by the server thread.
-class LogCapture {
- public:
-  LogCapture() {
-    base::SetLogLevel(base::LogLevel::kWarn);
-    base::SetLogSinkForTest([this](base::LogLevel, std::string_view line) {
-      std::lock_guard lock(mu_);
-      lines_ += std::string(line) + "\n";
-    });
-  }
-  ~LogCapture() { base::SetLogSinkForTest({}); }
-  std::string Lines() {
-    std::lock_guard lock(mu_);
-    return lines_;
-  }
-
- private:
-  std::mutex mu_;
-  std::string lines_;
-};
 
 class TcpStoreTest : public ::testing::Test {
  protected:

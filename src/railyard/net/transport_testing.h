@@ -6,10 +6,12 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "railyard/base/logging.h"
 #include "railyard/net/store.h"
 #include "railyard/net/transport.h"
 
@@ -17,6 +19,29 @@ namespace railyard::net {
 
 using TransportFactory =
     std::function<Result<std::unique_ptr<Transport>>(const TransportOptions&)>;
+
+// Captures the lines logged at warn and above (from any thread) while it lives.
+class LogCapture {
+ public:
+  LogCapture() {
+    base::SetLogLevel(base::LogLevel::kWarn);
+    base::SetLogSinkForTest([this](base::LogLevel, std::string_view line) {
+      std::lock_guard lock(mu_);
+      lines_ += std::string(line) + "\n";
+    });
+  }
+  ~LogCapture() { base::SetLogSinkForTest({}); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  std::string Lines() {
+    std::lock_guard lock(mu_);
+    return lines_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::string lines_;
+};
 
 struct TransportGroup {
   std::unique_ptr<Store> store;

@@ -309,6 +309,7 @@ TEST(TcpTransport, DeadPeerFailsPendingReceiveNamingIt) {
 }
 
 TEST(TcpTransport, ConnectionWithoutTheSecretIsRefused) {
+  LogCapture log;
   TransportOptions o;
   auto g = StartTransportGroupForTest(NewTcpTransport, 1, o);
   ASSERT_TRUE(g.status.ok()) << g.status.ToString();
@@ -344,6 +345,13 @@ TEST(TcpTransport, ConnectionWithoutTheSecretIsRefused) {
   setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   EXPECT_EQ(::recv(fd.get(), &byte, 1, 0), 0) << "the transport must close the connection";
   driver.join();
+  // The refusal is logged with the intruder's address, for the operator to trace.
+  sockaddr_in mine{};
+  socklen_t len = sizeof mine;
+  ASSERT_EQ(::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&mine), &len), 0);
+  std::string intruder = fmt::format("127.0.0.1:{}", ntohs(mine.sin_port));
+  std::string lines = log.Lines();
+  EXPECT_NE(lines.find("refused connection from " + intruder), std::string::npos) << lines;
 }
 
 // A peer that knows the secret but sends a frame whose length does not fit its message is
