@@ -124,15 +124,17 @@ TEST_P(CommFailureTest, StoppedRankIsNamedByEverySurvivor) {
   job.ranks[1].KillAndReap();
 }
 
-// A rank that never starts: the others give up at the set-up deadline, naming it.
+// A rank that never starts: the others give up at the set-up deadline, naming it (first
+// among those missing: on a slow machine a started rank may be late too, and is named).
 TEST_P(CommFailureTest, RankThatNeverStartsIsNamedAtTheSetupDeadline) {
-  Job job = StartJob(GetParam(), "ring", 0, kRanks - 1, "2s");
+  Job job = StartJob(GetParam(), "ring", 0, kRanks - 1, "5s");
   ASSERT_EQ(job.ranks.size(), static_cast<size_t>(kRanks - 1));
   for (int r = 0; r < kRanks - 1; ++r) {
     auto e = job.ranks[r].Wait(base::Deadline::After(seconds(30)));  // a hang guard only
     ASSERT_TRUE(e.ok()) << GetParam() << " rank " << r << " did not exit";
     EXPECT_NE(e->exit_code, 0) << GetParam() << " rank " << r;
-    EXPECT_NE(e->stderr_text.find("rank 3"), std::string::npos)
+    // "rank 3 never published", or "ranks 1,3 never published" (the list is ascending).
+    EXPECT_NE(e->stderr_text.find("3 never published"), std::string::npos)
         << GetParam() << " rank " << r << " does not name rank 3: " << e->stderr_text;
   }
 }

@@ -110,7 +110,9 @@ class FileStore final : public Store {
     return std::string(desired);
   }
 
-  Status Wait(std::span<const std::string> keys, base::Deadline deadline) override {
+  using Store::Wait;
+  Status Wait(std::span<const std::string> keys, base::Deadline deadline,
+              std::vector<std::string>* missing_out) override {
     for (const auto& k : keys) RY_RETURN_IF_ERROR(CheckKey(k));
     std::vector<std::string> missing(keys.begin(), keys.end());
     Backoff backoff;
@@ -119,6 +121,7 @@ class FileStore final : public Store {
       std::erase_if(missing, [&](const std::string& k) { return base::PathExists(ValuePath(k)); });
       if (missing.empty()) return Status::Ok();
       if (!backoff.Wait(deadline)) {
+        if (missing_out != nullptr) *missing_out = missing;
         return DeadlineExceeded("{}: keys not set before the deadline: {}", Describe(),
                                 fmt::join(missing, ", "));
       }

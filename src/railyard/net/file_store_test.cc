@@ -125,9 +125,11 @@ TEST_F(FileStoreTest, DeadlinesNameKeysAndDirectory) {
 
   ASSERT_TRUE(store_->Set("present", "1", Soon()).ok());
   std::vector<std::string> keys = {"present", "missing1", "missing2"};
-  Status s = store_->Wait(keys, Deadline::After(milliseconds(100)));
+  std::vector<std::string> missing;
+  Status s = store_->Wait(keys, Deadline::After(milliseconds(100)), &missing);
   EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded);
   EXPECT_TRUE(Contains(s.message(), ": missing1, missing2")) << s.message();
+  EXPECT_EQ(missing, (std::vector<std::string>{"missing1", "missing2"}));
 }
 
 TEST_F(FileStoreTest, OpenRejectsAFile) {

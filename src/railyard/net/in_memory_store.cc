@@ -53,7 +53,9 @@ class InMemoryStore final : public Store {
     return std::string(desired);
   }
 
-  Status Wait(std::span<const std::string> keys, base::Deadline deadline) override {
+  using Store::Wait;
+  Status Wait(std::span<const std::string> keys, base::Deadline deadline,
+              std::vector<std::string>* missing_out) override {
     std::unique_lock lock(mu_);
     auto all_set = [&] {
       for (const auto& k : keys) {
@@ -64,7 +66,9 @@ class InMemoryStore final : public Store {
     if (WaitFor(lock, deadline, all_set)) return Status::Ok();
     std::string missing;
     for (const auto& k : keys) {
-      if (!values_.count(k)) missing += (missing.empty() ? "" : ", ") + k;
+      if (values_.count(k)) continue;
+      missing += (missing.empty() ? "" : ", ") + k;
+      if (missing_out != nullptr) missing_out->push_back(k);
     }
     return DeadlineExceeded("{}: keys not set before the deadline: {}", Describe(), missing);
   }

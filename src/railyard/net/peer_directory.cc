@@ -2,9 +2,22 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace railyard::net {
+
+std::vector<int> MissingRanks(std::span<const std::string> keys_by_rank,
+                              const std::vector<std::string>& missing) {
+  std::vector<int> ranks;
+  for (size_t r = 0; r < keys_by_rank.size(); ++r) {
+    if (std::find(missing.begin(), missing.end(), keys_by_rank[r]) != missing.end()) {
+      ranks.push_back(static_cast<int>(r));
+    }
+  }
+  return ranks;
+}
 
 std::string LocalHostName() {
   char buf[256] = {};
@@ -23,29 +36,15 @@ Result<std::vector<PeerInfo>> ExchangePeerInfo(Store& store, const std::string& 
   RY_RETURN_IF_ERROR(store.Set(fmt::format("{}/peer/{}", prefix, rank), j.dump(), deadline));
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r) keys.push_back(fmt::format("{}/peer/{}", prefix, r));
-  Status waited = store.Wait(keys, deadline);
+  std::vector<std::string> missing_keys;
+  Status waited = store.Wait(keys, deadline, &missing_keys);
   if (!waited.ok()) {
-    // Name the ranks that are missing: each key checked with a short deadline of its own,
-    // within a bounded budget (this runs only on the way to an error).
-    std::vector<int> missing;
-    auto budget = base::Deadline::After(std::chrono::milliseconds(500));
-    bool complete = true;
-    for (int r = 0; r < size; ++r) {
-      if (budget.Expired()) {
-        complete = false;
-        break;
-      }
-      std::string one[] = {keys[r]};
-      if (!store.Wait(one, base::Deadline::After(std::chrono::milliseconds(20))).ok()) {
-        missing.push_back(r);
-      }
-    }
+    std::vector<int> missing = MissingRanks(keys, missing_keys);
     std::string who = missing.empty()
-                          ? std::string("")
-                          : fmt::format("rank{} {}{} never published (not started, or cannot "
+                          ? std::string()
+                          : fmt::format("rank{} {} never published (not started, or cannot "
                                         "reach the store); ",
-                                        missing.size() == 1 ? "" : "s", DescribeRanks(missing),
-                                        complete ? "" : " (and perhaps more)");
+                                        missing.size() == 1 ? "" : "s", DescribeRanks(missing));
     return Status(waited.code(),
                   fmt::format("rank {} waiting for all {} ranks to publish their addresses: "
                               "{}{}", rank, size, who, waited.message()));

@@ -7,6 +7,7 @@
 // Thread-safety: pure functions over a thread-safe Store.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ Result<std::vector<PeerInfo>> ExchangePeerInfo(Store& store, const std::string& 
                                                int rank, int size, PeerInfo self,
                                                const std::string& host,
                                                base::Deadline deadline);
+
+// The ranks whose keys (keys_by_rank[r] is rank r's) are in `missing`, ascending.
+std::vector<int> MissingRanks(std::span<const std::string> keys_by_rank,
+                              const std::vector<std::string>& missing);
 
 // The host name reported when none is configured.
 std::string LocalHostName();

@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "railyard/base/clock.h"
 #include "railyard/base/status.h"
@@ -53,8 +54,15 @@ class Store {
                                             std::string_view desired,
                                             base::Deadline deadline) = 0;
 
-  // Returns when every key is set. DEADLINE_EXCEEDED names the keys still missing.
-  virtual Status Wait(std::span<const std::string> keys, base::Deadline deadline) = 0;
+  // Returns when every key is set. DEADLINE_EXCEEDED names the keys still missing and, when
+  // `missing` is given, lists them there too: only keys the store knows to be unset (a tcp
+  // store that does not answer before the deadline leaves it empty), so that callers can
+  // name the ranks that never published without guessing.
+  virtual Status Wait(std::span<const std::string> keys, base::Deadline deadline,
+                      std::vector<std::string>* missing) = 0;
+  Status Wait(std::span<const std::string> keys, base::Deadline deadline) {
+    return Wait(keys, deadline, nullptr);
+  }
 
   // For messages: "tcp store 10.0.0.1:29400", "file store /lustre/job/rdzv".
   virtual std::string Describe() const = 0;

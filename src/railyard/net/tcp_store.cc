@@ -734,7 +734,9 @@ class TcpStoreClient final : public Store {
     return Garbled("CompareAndSet");
   }
 
-  Status Wait(std::span<const std::string> keys, base::Deadline deadline) override {
+  using Store::Wait;
+  Status Wait(std::span<const std::string> keys, base::Deadline deadline,
+              std::vector<std::string>* missing) override {
     if (keys.empty()) return Status::Ok();
     if (keys.size() > kMaxWaitKeys) {
       return InvalidArgument("{}: Wait for {} keys, at most {} at once", Describe(), keys.size(),
@@ -751,6 +753,8 @@ class TcpStoreClient final : public Store {
                         Call(m, fmt::format("Wait for {} keys", keys.size()), deadline, timeout));
     if (r.op == kOk) return Status::Ok();
     if (r.op == kTimeout) {
+      // The server's own list, sent just before the deadline: reliable.
+      if (missing != nullptr) *missing = r.fields;
       return DeadlineExceeded("{}: keys not set before the deadline: {}", Describe(),
                               fmt::join(r.fields, ", "));
     }

@@ -252,9 +252,12 @@ TEST_F(TcpStoreTest, GetAndWaitDeadlinesNameKeys) {
 
   ASSERT_TRUE(store->Set("present", "1", Soon()).ok());
   std::vector<std::string> keys = {"present", "missing1", "missing2"};
-  Status s = store->Wait(keys, Deadline::After(milliseconds(200)));
+  std::vector<std::string> missing;
+  Status s = store->Wait(keys, Deadline::After(milliseconds(200)), &missing);
   EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded);
   EXPECT_TRUE(Contains(s.message(), "missing1, missing2")) << s.message();
+  // The server's list, for callers that name ranks from it.
+  EXPECT_EQ(missing, (std::vector<std::string>{"missing1", "missing2"}));
   // The client still works after timeouts.
   EXPECT_EQ(*store->Get("present", Soon()), "1");
   EXPECT_EQ(server_->ParkedRequestsForTest(), 0u);

@@ -21,6 +21,7 @@
 #include "railyard/base/hmac.h"
 #include "railyard/base/logging.h"
 #include "railyard/net/ofi/fabric_library.h"
+#include "railyard/net/peer_directory.h"
 
 namespace railyard::net {
 namespace {
@@ -332,14 +333,11 @@ Status OfiTransport::Start(base::Deadline deadline) {
                          .WithContext(Self() + ": publishing address"));
   std::vector<std::string> keys;
   for (int r = 0; r < options_.size; ++r) keys.push_back(prefix + std::to_string(r));
-  Status waited = options_.store->Wait(keys, deadline);
+  std::vector<std::string> missing_keys;
+  Status waited = options_.store->Wait(keys, deadline, &missing_keys);
   if (!waited.ok()) {
-    std::vector<int> missing;
-    for (int r = 0; r < options_.size; ++r) {
-      if (!options_.store->Get(keys[r], base::Deadline::After(base::Duration::zero())).ok()) {
-        missing.push_back(r);
-      }
-    }
+    std::vector<int> missing = MissingRanks(keys, missing_keys);
+    if (missing.empty()) return waited.WithContext(Self() + ": waiting for every address");
     return DeadlineExceeded("{}: rank(s) {} never published their address under '{}<rank>' in {}",
                             Self(), DescribeRanks(missing), prefix, options_.store->Describe());
   }

@@ -19,6 +19,7 @@
 #include "railyard/base/hmac.h"
 #include "railyard/base/logging.h"
 #include "railyard/net/buffer_pool.h"
+#include "railyard/net/peer_directory.h"
 #include "railyard/net/shm/shm_ring.h"
 
 namespace railyard::net {
@@ -273,12 +274,11 @@ Status ShmTransport::Start(Deadline deadline) {
   auto wait_all = [&](std::string_view what) -> Status {
     std::vector<std::string> keys;
     for (int r = 0; r < size_; ++r) keys.push_back(key(what, r));
-    Status st = store.Wait(keys, deadline);
+    std::vector<std::string> missing_keys;
+    Status st = store.Wait(keys, deadline, &missing_keys);
     if (st.ok()) return st;
-    std::vector<int> missing;
-    for (int r = 0; r < size_; ++r) {
-      if (!store.Get(keys[static_cast<size_t>(r)], Deadline::After({})).ok()) missing.push_back(r);
-    }
+    std::vector<int> missing = MissingRanks(keys, missing_keys);
+    if (missing.empty()) return st.WithContext(fmt::format("shm transport {}", Me()));
     return Status(
         st.code(),
         fmt::format("shm transport {}: ranks {} did not {} ({}): {}", Me(), DescribeRanks(missing),
