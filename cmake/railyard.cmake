@@ -24,6 +24,10 @@ function(railyard_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
   endif()
+  # ASan/UBSan runs the same work 3-5x slower: the deadlines stay generous guards there too.
+  if(RAILYARD_SANITIZE)
+    math(EXPR ARG_TIMEOUT "${ARG_TIMEOUT} * 5")
+  endif()
   # A test that cannot run here (no root, no namespaces) calls GTEST_SKIP with the reason;
   # ctest then reports it as skipped instead of passed.
   set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT}
