@@ -1,6 +1,10 @@
 // `railyard bench comm` from the command line: a real multi-process run with checked JSON,
 // and one clear line with exit code 2 for each kind of bad input.
+#include <signal.h>
+
 #include <gtest/gtest.h>
+
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -59,6 +63,49 @@ TEST(BenchCommCli, SixtyFourRanksConnect) {
     EXPECT_NEAR(j[0]["busbw_gbps"].get<double>() / j[0]["algbw_gbps"].get<double>(),
                 2.0 * 63 / 64, 1e-9) << transport << ": " << r.out;
   }
+}
+
+// The pid of the launcher's child that runs `rank` (from its environment), or -1.
+pid_t RankPid(pid_t launcher, int rank) {
+  std::ifstream children(fmt::format("/proc/{}/task/{}/children", launcher, launcher));
+  const std::string want = fmt::format("RAILYARD_RANK={}", rank);
+  for (pid_t p; children >> p;) {
+    std::ifstream env(fmt::format("/proc/{}/environ", p));
+    for (std::string var; std::getline(env, var, '\0');) {
+      if (var == want) return p;
+    }
+  }
+  return -1;
+}
+
+// A stopped rank cannot answer or exit: the others report it within their deadline, and the
+// launcher then kills it and exits by itself, naming it, instead of waiting for it forever.
+TEST(BenchCommCli, LauncherKillsAStoppedRankAfterTheOthersFailed) {
+  base::SpawnOptions o;
+  o.argv = {RAILYARD_BINARY, "bench", "comm", "--ranks", "3", "--transport", "tcp", "--sizes",
+            "256KiB", "--iters", "100000", "--timeout", "1s"};
+  auto launcher = base::Child::Spawn(o);
+  ASSERT_TRUE(launcher.ok()) << launcher.status().ToString();
+  auto deadline = base::Deadline::After(std::chrono::seconds(60));
+  for (;;) {
+    auto line = launcher->ReadLine(deadline);
+    ASSERT_TRUE(line.ok()) << "ranks never started timing: " << line.status().ToString();
+    if (line->rfind("# timing", 0) == 0) break;
+  }
+  pid_t victim = RankPid(launcher->pid(), 1);
+  ASSERT_GT(victim, 0);
+  ASSERT_EQ(::kill(victim, SIGSTOP), 0);
+  // Bounded only so that a broken build cannot hang the suite; the launcher needs about 6 s.
+  auto e = launcher->Wait(base::Deadline::After(std::chrono::seconds(60)));
+  if (!e.ok()) ::kill(victim, SIGKILL);
+  ASSERT_TRUE(e.ok()) << "the launcher did not exit: " << e.status().ToString();
+  EXPECT_EQ(e->exit_code, 1) << e->stderr_text;
+  EXPECT_NE(e->stderr_text.find(fmt::format("rank 1 (pid {}) was killed by signal 9", victim)),
+            std::string::npos) << e->stderr_text;
+  EXPECT_NE(e->stderr_text.find("killed by the launcher"), std::string::npos) << e->stderr_text;
+  // The survivors' own errors name the stopped rank.
+  EXPECT_NE(e->stderr_text.find("rank 1 ("), std::string::npos) << e->stderr_text;
+  EXPECT_NE(e->stderr_text.find("is unresponsive"), std::string::npos) << e->stderr_text;
 }
 
 TEST(BenchCommCli, TableHasNcclTestsColumns) {

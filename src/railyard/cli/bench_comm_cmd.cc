@@ -298,13 +298,35 @@ Outcome RunLauncher(const CommFlags& f) {
   auto overall = base::Deadline::After(*setup + *timeout * 4 +
                                        std::chrono::seconds(120) * o.sizes.size());
   std::vector<std::optional<base::ExitInfo>> exits(ranks);
+  std::vector<std::string> killed_why(ranks);
   int running = ranks;
+  // Once a rank has failed, the others report within --timeout plus about a second; a rank
+  // still running well after that is stopped or hung outside communication (it cannot
+  // answer, so it will never exit by itself): kill it and say so instead of waiting for
+  // the overall deadline.
+  int first_failed = -1;
+  std::optional<base::Deadline> grace;
   while (running > 0) {
     for (int r = 0; r < ranks; ++r) {
       if (exits[r]) continue;
       auto e = children[r].Wait(base::Deadline::After(std::chrono::milliseconds(20)));
       if (e.ok()) {
         exits[r] = *e;
+        --running;
+        if (!e->Succeeded() && first_failed < 0) {
+          first_failed = r;
+          grace = base::Deadline::After(*timeout + std::chrono::seconds(3));
+        }
+      }
+    }
+    if (grace && grace->Expired()) {
+      for (int r = 0; r < ranks; ++r) {
+        if (exits[r]) continue;
+        exits[r] = children[r].KillAndReap();
+        killed_why[r] = fmt::format("still running {} after rank {} failed (stopped, or hung "
+                                    "outside communication): killed by the launcher",
+                                    base::FormatDuration(*timeout + std::chrono::seconds(3)),
+                                    first_failed);
         --running;
       }
     }
@@ -320,6 +342,7 @@ Outcome RunLauncher(const CommFlags& f) {
   for (int r = 0; r < ranks; ++r) {
     if (exits[r]->Succeeded()) continue;
     std::string first_line = exits[r]->stderr_text.substr(0, exits[r]->stderr_text.find('\n'));
+    if (!killed_why[r].empty()) first_line = killed_why[r];
     failures += fmt::format("\n  rank {} (pid {}) {}{}{}", r, children[r].pid(),
                             DescribeExit(*exits[r]), first_line.empty() ? "" : ": ", first_line);
   }
