@@ -400,6 +400,40 @@ TEST(Collectives, AlgorithmsAreCheckedPerOperation) {
   for (auto& s : st) EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
+// The ring's pieces follow placement: 1 MiB on one host, 128 KiB when ranks report different
+// hosts, an explicit size always; the smaller pieces give the same results.
+TEST(Collectives, RingPiecesFollowPlacement) {
+  net::TransportFactory per_host = [](const net::TransportOptions& o) {
+    net::TransportOptions mine = o;
+    mine.host = "host" + std::to_string(o.rank);
+    return net::NewTransport("tcp", mine);
+  };
+  auto one = MakeCommGroupForTest(AvailableTestTransports()[0].factory, 2);
+  ASSERT_TRUE(one.status.ok()) << one.status.ToString();
+  EXPECT_EQ(one.ranks[0]->piece_bytes(), kPieceOneHost);
+  CommOptions fixed;
+  fixed.piece_bytes = 256 << 10;
+  auto set = MakeCommGroupForTest(per_host, 2, fixed);
+  ASSERT_TRUE(set.status.ok()) << set.status.ToString();
+  EXPECT_EQ(set.ranks[0]->piece_bytes(), size_t{256} << 10);
+
+  auto g = MakeCommGroupForTest(per_host, 4);
+  ASSERT_TRUE(g.status.ok()) << g.status.ToString();
+  EXPECT_EQ(g.ranks[0]->piece_bytes(), kPieceAcrossHosts);
+  auto st = RunCommRanksForTest(g, [&](Communicator& c) -> Status {
+    for (size_t count : {size_t{1000}, (size_t{1} << 20) + 3}) {
+      auto in = Inputs(DataType::kF32, ReduceOp::kSum, c.rank(), count);
+      std::vector<char> out(in.size()), want(in.size());
+      for (size_t i = 0; i < count; ++i) Expected(DataType::kF32, ReduceOp::kSum, 4, i, want.data());
+      RY_RETURN_IF_ERROR(c.Allreduce(in.data(), out.data(), count, DataType::kF32,
+                                     ReduceOp::kSum, {.algorithm = Algorithm::kRing}));
+      RY_RETURN_IF_ERROR(CheckBytes(out, want, fmt::format("count {}", count)));
+    }
+    return Status::Ok();
+  });
+  for (auto& s : st) EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
 TEST(Collectives, BadArgumentsAreRejected) {
   auto g = MakeCommGroupForTest(AvailableTestTransports()[0].factory, 2);
   ASSERT_TRUE(g.status.ok()) << g.status.ToString();

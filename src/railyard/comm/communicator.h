@@ -59,6 +59,10 @@ enum class Algorithm {
 std::string_view AlgorithmName(Algorithm algorithm);
 // "auto", "ring", "rd" (or "recursive_doubling"), "tree", "pairwise", "hier", "window".
 Result<Algorithm> ParseAlgorithm(std::string_view text);
+
+// The ring's piece size for CommOptions::piece_bytes == 0, from the hosts of the ranks.
+inline constexpr size_t kPieceOneHost = 1 << 20;
+inline constexpr size_t kPieceAcrossHosts = 128 << 10;
 // Whether `operation` ("allreduce", "broadcast", "reduce", "reduce_scatter", "allgather",
 // "alltoall", "barrier") can run `algorithm`; INVALID_ARGUMENT lists the ones it can.
 // kAuto always can. "hier" and "window" depend on placement and transport: where they do
@@ -71,8 +75,11 @@ struct CommOptions {
   Algorithm algorithm = Algorithm::kAuto;    // RAILYARD_COMM_ALGO
   // Messages up to this size use latency-optimal algorithms under kAuto.
   size_t small_message_bytes = 64 << 10;
-  // Ring pipelines its blocks in pieces of this size (rounded to the element size).
-  size_t piece_bytes = 1 << 20;  // RAILYARD_COMM_PIECE
+  // Ring pipelines its blocks in pieces of this size (rounded to the element size). 0 picks
+  // by placement (PiecesFor): 1 MiB when every rank is on one host, where the ring is bound
+  // by CPU and each piece costs a wake-up; 128 KiB when it crosses hosts, where smaller
+  // pieces let a step start before the previous one has fully arrived (docs/comm.md).
+  size_t piece_bytes = 0;  // RAILYARD_COMM_PIECE
   std::vector<int> ring_order;   // empty: 0, 1, ..., n-1
   // Names a sub-communicator in messages ("ranks on node3", "host leaders"); its ranks are
   // numbered within it, so messages say which group the numbers belong to.
@@ -178,6 +185,8 @@ class Communicator {
   // share hosts.
   void AttachHierarchy(std::unique_ptr<Communicator> local, std::unique_ptr<Communicator> leaders);
   bool hierarchical() const { return local_ != nullptr; }
+  // The ring's piece size in use (CommOptions::piece_bytes, or the placement's choice).
+  size_t piece_bytes() const { return piece_bytes_; }
 
  private:
   struct OpDesc;
@@ -187,6 +196,7 @@ class Communicator {
   Status CheckConsistency(OpContext& ctx, const OpDesc& desc);
   Result<Algorithm> PickAlgorithm(std::string_view operation,
                                   const CollectiveOptions& options) const;
+  size_t piece_bytes_ = 1 << 20;  // options_.piece_bytes, or the placement's choice
   Status Attribute(const OpDesc& desc, Status error, base::Clock::time_point start);
   std::shared_ptr<Work> Submit(std::function<Status()> fn);
   void DrainAsync();
