@@ -86,7 +86,10 @@ for t in ${TRANSPORTS//,/ }; do
       kill -KILL "$victim" 2>/dev/null || true
       wait "$LAUNCHER" 2>/dev/null || true
       LAUNCHER=""
-      grep -q "rank 1 (" "$WORK/err" || { echo "$t $sig: rank 1 not named:" >&2; cat "$WORK/err" >&2; }
+      if ! grep -q "rank 1 (" "$WORK/err"; then
+        echo "$t $sig: rank 1 not named:" >&2
+        cat "$WORK/err" >&2
+      fi
       results="$results $(awk -v a="$t0" -v b="${t1:-$t2}" -v c="$t2" \
         'BEGIN { printf "%.2f/%.2f", b - a, c - a }')"
     done

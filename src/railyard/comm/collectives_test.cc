@@ -424,7 +424,9 @@ TEST(Collectives, RingPiecesFollowPlacement) {
     for (size_t count : {size_t{1000}, (size_t{1} << 20) + 3}) {
       auto in = Inputs(DataType::kF32, ReduceOp::kSum, c.rank(), count);
       std::vector<char> out(in.size()), want(in.size());
-      for (size_t i = 0; i < count; ++i) Expected(DataType::kF32, ReduceOp::kSum, 4, i, want.data());
+      for (size_t i = 0; i < count; ++i) {
+        Expected(DataType::kF32, ReduceOp::kSum, 4, i, want.data());
+      }
       RY_RETURN_IF_ERROR(c.Allreduce(in.data(), out.data(), count, DataType::kF32,
                                      ReduceOp::kSum, {.algorithm = Algorithm::kRing}));
       RY_RETURN_IF_ERROR(CheckBytes(out, want, fmt::format("count {}", count)));
