@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <numeric>
+#include <span>
 
 #include "railyard/base/logging.h"
 #include "railyard/base/units.h"
@@ -98,23 +99,28 @@ Result<Algorithm> ParseAlgorithm(std::string_view text) {
 }
 
 namespace {
-// What each operation can run, besides kAuto.
-std::vector<Algorithm> AlgorithmsOf(std::string_view operation) {
+// What each operation can run, besides kAuto. Static tables: PickAlgorithm asks on every
+// collective call when RAILYARD_COMM_ALGO is set.
+std::span<const Algorithm> AlgorithmsOf(std::string_view operation) {
   using A = Algorithm;
-  if (operation == "allreduce") {
-    return {A::kRing, A::kRecursiveDoubling, A::kHierarchical, A::kWindow};
-  }
-  if (operation == "broadcast") return {A::kTree, A::kRing};
-  if (operation == "reduce") return {A::kTree};
-  if (operation == "reduce_scatter" || operation == "allgather") return {A::kRing};
-  if (operation == "alltoall") return {A::kPairwise};
+  static constexpr A kAllreduce[] = {A::kRing, A::kRecursiveDoubling, A::kHierarchical,
+                                     A::kWindow};
+  static constexpr A kBroadcast[] = {A::kTree, A::kRing};
+  static constexpr A kTreeOnly[] = {A::kTree};
+  static constexpr A kRingOnly[] = {A::kRing};
+  static constexpr A kPairwiseOnly[] = {A::kPairwise};
+  if (operation == "allreduce") return kAllreduce;
+  if (operation == "broadcast") return kBroadcast;
+  if (operation == "reduce") return kTreeOnly;
+  if (operation == "reduce_scatter" || operation == "allgather") return kRingOnly;
+  if (operation == "alltoall") return kPairwiseOnly;
   return {};
 }
 }  // namespace
 
 Status CheckAlgorithm(std::string_view operation, Algorithm algorithm) {
   if (algorithm == Algorithm::kAuto) return Status::Ok();
-  std::vector<Algorithm> can = AlgorithmsOf(operation);
+  std::span<const Algorithm> can = AlgorithmsOf(operation);
   if (std::find(can.begin(), can.end(), algorithm) != can.end()) return Status::Ok();
   std::string list = "auto";
   for (Algorithm a : can) list += fmt::format(", {}", AlgorithmName(a));
