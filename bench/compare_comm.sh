@@ -14,6 +14,14 @@
 #                                        algorithm, and ring forced (coll_tuned algorithm 4)
 #   mpi_sm                               OpenMPI, pml ob1, btl vader,self
 #   gloo                                 gloo::allreduce, RING, tcp device on 127.0.0.1
+#   tcp_ceil                             bench/compare/tcp_ring_ceiling.cc: n processes in a
+#                                        ring over loopback TCP, each sending 1 GiB to the next
+#                                        while receiving from the previous (4 connections per
+#                                        neighbour, blocking I/O in a thread per connection, no
+#                                        reduction); GB/s per rank. A bandwidth-optimal
+#                                        allreduce's busbw is the bytes each rank sends over
+#                                        the time, so this is the most any allreduce over
+#                                        loopback TCP can show here (same for every size).
 # pml ob1 is forced because OpenMPI would otherwise pick UCX and ignore the btl choice. No
 # process is bound to a core (mpirun --bind-to none), like railyard's and Gloo's ranks, and
 # OpenMPI yields while it polls (mpi_yield_when_idle 1, its own choice when oversubscribed):
@@ -48,7 +56,7 @@ while [ $# -gt 0 ]; do
     --json) JSON_OUT=$2; shift 2 ;;
     --ofi) OFI=1; shift ;;
     --timeout-s) TIMEOUT_S=$2; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -116,6 +124,8 @@ timeout 300 mpicxx -std=c++20 -O3 -DOMPI_SKIP_MPICXX -o "$BIN/mpi_allreduce" \
   "$HERE/compare/mpi_allreduce.cc"
 timeout 300 g++ -std=c++20 -O3 -o "$BIN/gloo_allreduce" "$HERE/compare/gloo_allreduce.cc" \
   -lgloo -pthread
+timeout 300 g++ -std=c++20 -O2 -o "$BIN/tcp_ring_ceiling" "$HERE/compare/tcp_ring_ceiling.cc" \
+  -pthread
 cat >"$WORK/memcpy_bw.cc" <<'EOF'
 #include <chrono>
 #include <cstdio>
@@ -138,8 +148,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none --mca pml ob1
         --mca mpi_yield_when_idle 1 --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo)
 BENCH_ARGS=(--iters "$ITERS" --warmup "$WARMUP")
-SYSTEMS=(ry_tcp ry_shm mpi_tcp_default mpi_tcp_ring mpi_sm gloo)
-[ "$OFI" = 1 ] && SYSTEMS=(ry_tcp ry_shm ry_ofi mpi_tcp_default mpi_tcp_ring mpi_sm gloo)
+SYSTEMS=(ry_tcp ry_shm mpi_tcp_default mpi_tcp_ring mpi_sm gloo tcp_ceil)
+[ "$OFI" = 1 ] && SYSTEMS=(ry_tcp ry_shm ry_ofi mpi_tcp_default mpi_tcp_ring mpi_sm gloo tcp_ceil)
 FAILED=0
 
 # Runs one system once for $2 ranks; appends its rows, tagged, to $WORK/rows.jsonl.
@@ -176,8 +186,16 @@ run_system() {
           GLOO_HOST=127.0.0.1 "$BIN/gloo_allreduce" --sizes "$CSV_SIZES" "${BENCH_ARGS[@]}" \
           --timeout-s "$TIMEOUT_S"
       done ;;
+    tcp_ceil)  # one figure, repeated as a row per size so that it tabulates like the others
+      spawn "$out.gbps" "$out.err" "$BIN/tcp_ring_ceiling" --ranks "$n" --streams 4 \
+        --chunk 262144 --bytes 1073741824 ;;
   esac
   wait_all || rc=$?
+  if [ "$sys" = tcp_ceil ] && [ "$rc" = 0 ]; then
+    jq -R --arg sizes "$CSV_SIZES" '. as $bw | [$sizes | split(",")[] | tonumber
+      | {size_bytes: ., busbw_gbps: ($bw | tonumber), time_us: null, wrong: 0}]' \
+      "$out.gbps" >"$out" || rc=1
+  fi
   if [ "$rc" = 0 ] && sed -n '/^\[/,/^\]/p' "$out" | jq -s 'add' >"$out.json" 2>/dev/null &&
      jq -e 'type == "array" and length > 0' "$out.json" >/dev/null; then
     jq -c --arg sys "$sys" --argjson n "$n" --argjson rep "$rep" \
@@ -256,23 +274,25 @@ for n in ${RANKS//,/ }; do
   echo "# allreduce f32 sum, $n ranks, busbw GB/s (median of $REPS), iters $ITERS, warm-up $WARMUP"
   hdr=(size ry_tcp ry_shm)
   [ "$OFI" = 1 ] && hdr+=(ry_ofi)
-  hdr+=("ompi_tcp(algo)" ompi_sm gloo "tcp/peer" "shm/ompi_sm" "shm/tcp_peer")
+  hdr+=("ompi_tcp(algo)" ompi_sm gloo tcp_ceil "tcp/peer" "shm/ompi_sm" "shm/tcp_peer"
+        "tcp/ceil")
   printf "%9s %8s %8s" "${hdr[@]:0:3}"
   [ "$OFI" = 1 ] && printf " %8s" ry_ofi
-  printf " %17s %8s %8s %9s %12s %13s\n" "${hdr[@]: -6}"
+  printf " %17s %8s %8s %8s %9s %12s %13s %9s\n" "${hdr[@]: -8}"
   jq -r --argjson n "$n" --argjson ofi "$OFI" "$JQ_DEFS"'
     by_size($n) | [.size, .m.ry_tcp.bw, .m.ry_shm.bw] + (if $ofi == 1 then [.m.ry_ofi.bw] else [] end)
-      + [.mt.bw, .mt.algo, .m.mpi_sm.bw, .m.gloo.bw, ratio(.m.ry_tcp.bw; .peer),
-         ratio(.m.ry_shm.bw; .m.mpi_sm.bw), ratio(.m.ry_shm.bw; .peer)] | map(cell) | @tsv' \
+      + [.mt.bw, .mt.algo, .m.mpi_sm.bw, .m.gloo.bw, .m.tcp_ceil.bw, ratio(.m.ry_tcp.bw; .peer),
+         ratio(.m.ry_shm.bw; .m.mpi_sm.bw), ratio(.m.ry_shm.bw; .peer),
+         ratio(.m.ry_tcp.bw; .m.tcp_ceil.bw)] | map(cell) | @tsv' \
     "$WORK/rows.json" |
   awk -F'\t' -v ofi="$OFI" '
     function bw(x) { return x == "-" ? x : sprintf("%.3f", x) }
     function rt(x) { return x == "-" ? x : sprintf("%.2fx", x) }
     function sz(b) { return b >= 1048576 ? b / 1048576 "MiB" : b >= 1024 ? b / 1024 "KiB" : b "B" }
     { i = 4; o = ""; if (ofi == 1) { o = sprintf(" %8s", bw($4)); i = 5 }
-      printf "%9s %8s %8s%s %17s %8s %8s %9s %12s %13s\n", sz($1), bw($2), bw($3), o,
-        bw($i) " (" $(i + 1) ")", bw($(i + 2)), bw($(i + 3)), rt($(i + 4)), rt($(i + 5)),
-        rt($(i + 6)) }'
+      printf "%9s %8s %8s%s %17s %8s %8s %8s %9s %12s %13s %9s\n", sz($1), bw($2), bw($3), o,
+        bw($i) " (" $(i + 1) ")", bw($(i + 2)), bw($(i + 3)), bw($(i + 4)), rt($(i + 5)),
+        rt($(i + 6)), rt($(i + 7)), rt($(i + 8)) }'
   jq -r --argjson n "$n" "$JQ_DEFS"'[by_size($n)][0] // empty
     | "latency at \(.size) B (time_us, median): railyard tcp \(.m.ry_tcp.t | r2), "
       + "OpenMPI tcp \(.mt.t | r2) (\(.mt.algo)), ratio ry/ompi \(ratio(.m.ry_tcp.t; .mt.t) | r2)"' \
@@ -280,5 +300,6 @@ for n in ${RANKS//,/ }; do
   jq -r --argjson n "$n" '.[] | select(.ranks == $n and .wrong != 0)
     | "WRONG: \(.system) rep \(.rep) size \(.size_bytes): \(.wrong) elements differ"' "$WORK/rows.json"
 done
-echo "# tcp/peer = railyard tcp / best of (OpenMPI tcp, Gloo); shm/tcp_peer = railyard shm / same"
+echo "# tcp/peer = railyard tcp / best of (OpenMPI tcp, Gloo); shm/tcp_peer = railyard shm / same;"
+echo "# tcp_ceil = the loopback TCP ring's bytes per rank per second (no allreduce can exceed it)"
 [ "$FAILED" = 0 ] || { echo "compare_comm.sh: some runs failed (see above)" >&2; exit 1; }
