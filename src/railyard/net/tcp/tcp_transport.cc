@@ -41,6 +41,7 @@
 #include "railyard/net/buffer_pool.h"
 #include "railyard/net/interfaces.h"
 #include "railyard/net/peer_directory.h"
+#include "railyard/net/spin_budget.h"
 
 namespace railyard::net {
 namespace {
@@ -57,11 +58,12 @@ constexpr size_t kMinChunkBytes = 256 << 10;
 // Payloads this long are read straight into their destination, not through the rx buffer.
 constexpr size_t kDirectReadBytes = 16 << 10;
 constexpr size_t kRxBufferBytes = 64 << 10;
-// Polls at the start of a wait before sleeping in epoll, each an epoll_wait(0) followed by
-// sched_yield (so a peer waiting for this core runs); RAILYARD_TCP_SPIN sets the count, 0
-// sleeps at once. Bounded: an idle wait sleeps after about 100 polls. Measured on 2 cores,
-// 4 KiB allreduce: 50 -> 24 us with 2 ranks, 170 -> 110 us with 4; polling without the
-// yield was slower than sleeping (59 and 240 us).
+// Most polls at the start of a wait before sleeping in epoll, each an epoll_wait(0) followed
+// by sched_yield (so a peer waiting for this core runs); RAILYARD_TCP_SPIN sets the count, 0
+// sleeps at once. Bounded: an idle wait sleeps after about 100 polls, and fewer once waits
+// keep ending in sleep (SpinBudget). Measured on 2 cores, 4 KiB allreduce: 50 -> 24 us with
+// 2 ranks, 170 -> 110 us with 4; polling without the yield was slower than sleeping (59 and
+// 240 us).
 int SpinPolls() {
   static const int polls = [] {
     const char* v = std::getenv("RAILYARD_TCP_SPIN");
@@ -298,6 +300,7 @@ class TcpTransport final : public Transport {
   std::unordered_map<uint64_t, size_t> last_received_;  // completed receives' lengths
   std::vector<uint64_t> unparked_;  // streams with buffered bytes to consume again
   uint64_t next_req_ = 1;
+  SpinBudget spin_{SpinPolls()};  // polls before a wait sleeps; under progress_mu_
   std::unordered_map<uint64_t, std::unique_ptr<InStream>> in_streams_;
   uint64_t next_in_key_ = 1;
   std::deque<std::pair<uint64_t, std::string>> self_queue_;  // (tag, data) sent to self
@@ -1153,6 +1156,7 @@ Status TcpTransport::WaitAll(std::span<const Request> requests, base::Deadline d
   std::lock_guard progress(progress_mu_);
   last_received_.clear();
   int spin_polls = 0;
+  bool slept = false;
   auto consume = [&] {
     for (const Request& q : requests) Abandon(q.id);
   };
@@ -1181,6 +1185,7 @@ Status TcpTransport::WaitAll(std::span<const Request> requests, base::Deadline d
       all_done = false;
     }
     if (all_done) {
+      if (spin_polls > 0 && !slept) spin_.FinishedAfter(spin_polls);
       for (const Request& q : requests) {
         auto it = reqs_.find(q.id);
         // Keep receives' lengths readable until the next WaitAll.
@@ -1200,12 +1205,14 @@ Status TcpTransport::WaitAll(std::span<const Request> requests, base::Deadline d
     }
     // Poll without sleeping for a few microseconds first: a reply that is already on its
     // way then costs no sleep and wake-up. Bounded, so an idle wait still sleeps.
-    if (spin_polls < SpinPolls()) {
+    if (!slept && spin_polls < spin_.polls()) {
       // Yield between polls: on oversubscribed cores the peer we wait for may need this one.
       ++spin_polls;
       RY_RETURN_IF_ERROR(Poll(0));
       sched_yield();
     } else {
+      if (!slept) spin_.Slept();
+      slept = true;
       RY_RETURN_IF_ERROR(Poll(deadline.PollTimeoutMs()));
     }
   }
