@@ -21,26 +21,49 @@ TEST(SpinBudget, WaitsThatSleepHalveItDownToTheFloor) {
   EXPECT_EQ(b.polls(), SpinBudget::kFloor);  // never zero: a budget must be able to regrow
 }
 
-TEST(SpinBudget, GrowsOnlyWhenWaitsFinishNearItsEdge) {
+TEST(SpinBudget, WaitsServedByPollingGrowItBackStepByStep) {
   SpinBudget b(100);
-  for (int i = 0; i < 5; ++i) b.Slept();
-  ASSERT_EQ(b.polls(), 4);
-  b.FinishedAfter(1);  // well inside the budget: no reason to spin longer
-  EXPECT_EQ(b.polls(), 4);
-  b.FinishedAfter(4);  // at the edge: a longer budget would likely have paid
-  EXPECT_EQ(b.polls(), 8);
-  b.FinishedAfter(8);
-  b.FinishedAfter(16);
-  b.FinishedAfter(32);
-  EXPECT_EQ(b.polls(), 64);
-  b.FinishedAfter(64);
+  for (int i = 0; i < 10; ++i) b.Slept();
+  ASSERT_EQ(b.polls(), SpinBudget::kFloor);
+  b.FinishedAfter(1);
+  EXPECT_EQ(b.polls(), SpinBudget::kFloor + SpinBudget::kStep);
+  for (int i = 0; i < 100; ++i) b.FinishedAfter(1);
   EXPECT_EQ(b.polls(), 100);  // capped at the maximum
 }
 
-TEST(SpinBudget, AWaitFinishingEarlyDoesNotShrinkIt) {
+TEST(SpinBudget, AWaitThatNeededMostOfTheBudgetDoublesIt) {
   SpinBudget b(100);
-  b.FinishedAfter(3);
-  EXPECT_EQ(b.polls(), 100);
+  for (int i = 0; i < 10; ++i) b.Slept();
+  b.FinishedAfter(4);  // all of the floor's 4 polls
+  EXPECT_EQ(b.polls(), 12);  // + kStep beats 2 x 4
+  b.FinishedAfter(11);
+  EXPECT_EQ(b.polls(), 22);  // 2 x 11 beats + kStep
+  b.FinishedAfter(60);
+  EXPECT_EQ(b.polls(), 100);  // capped at the maximum
+}
+
+// The two regimes the budget is for: mostly served by polling keeps it high, mostly ending
+// in sleep keeps it low; one odd wait in either does not flip it.
+TEST(SpinBudget, SettlesHighWhenPollingPaysAndLowWhenItDoesNot) {
+  SpinBudget fast(100);
+  for (int i = 0; i < 200; ++i) {
+    if (i % 10 == 9) {
+      fast.Slept();  // one wait in ten: the peer was descheduled
+    } else {
+      fast.FinishedAfter(1);
+    }
+  }
+  EXPECT_GE(fast.polls(), 50);
+
+  SpinBudget slow(100);
+  for (int i = 0; i < 200; ++i) {
+    if (i % 10 == 9) {
+      slow.FinishedAfter(1);  // one wait in ten: the data had piled up already
+    } else {
+      slow.Slept();
+    }
+  }
+  EXPECT_LE(slow.polls(), SpinBudget::kFloor + SpinBudget::kStep);
 }
 
 TEST(SpinBudget, ZeroMeansNeverSpin) {
@@ -48,7 +71,7 @@ TEST(SpinBudget, ZeroMeansNeverSpin) {
   EXPECT_EQ(b.polls(), 0);
   b.Slept();
   EXPECT_EQ(b.polls(), 0);
-  b.FinishedAfter(5);
+  b.FinishedAfter(1);
   EXPECT_EQ(b.polls(), 0);
   SpinBudget small(2);  // a maximum below the floor stays the limit
   small.Slept();
