@@ -12,12 +12,14 @@
 // over the same kernel path also has to reduce, so its busbw can only be lower.
 //
 //   tcp_ring_ceiling --ranks N [--streams K] [--bytes B] [--chunk C] [--buffer S]
+//                    [--io threads|poll]
 //
 // Built and run by bench/compare_comm.sh; plain POSIX, no railyard code. Every wait is bounded
 // by an alarm: a rank that has not finished after 120 s exits non-zero.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,10 +74,48 @@ void RecvAll(int fd, char* buf, size_t size, size_t chunk, size_t total) {
   }
 }
 
+// The same transfer from one thread: non-blocking sockets and poll(), sending on every
+// writable connection and receiving on every readable one, as an event-driven transport
+// does (no thread switches between sending and receiving).
+void MoveBytesPolling(const std::vector<int>& out, const std::vector<int>& in, const char* sendbuf,
+                      size_t send_size, char* recvbuf, size_t slice, size_t chunk, size_t bytes) {
+  const size_t k = out.size();
+  std::vector<size_t> sent(k, 0), got(k, 0), send_at(k, 0), recv_at(k, 0), want(k);
+  for (size_t i = 0; i < k; ++i) want[i] = bytes / k + (i == 0 ? bytes % k : 0);
+  std::vector<pollfd> fds(2 * k);
+  for (;;) {
+    size_t active = 0;
+    for (size_t i = 0; i < k; ++i) {
+      fds[i] = {out[i], static_cast<short>(sent[i] < want[i] ? POLLOUT : 0), 0};
+      fds[k + i] = {in[i], static_cast<short>(got[i] < want[i] ? POLLIN : 0), 0};
+      active += (sent[i] < want[i]) + (got[i] < want[i]);
+    }
+    if (active == 0) return;
+    if (poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) Die("poll");
+    for (size_t i = 0; i < k; ++i) {
+      if (fds[i].revents & (POLLOUT | POLLERR | POLLHUP)) {
+        if (send_at[i] + chunk > send_size) send_at[i] = 0;
+        ssize_t n = send(out[i], sendbuf + send_at[i], std::min(chunk, want[i] - sent[i]),
+                         MSG_DONTWAIT);
+        if (n < 0 && errno != EAGAIN && errno != EINTR) Die("send");
+        if (n > 0) sent[i] += n, send_at[i] += n;
+      }
+      if (fds[k + i].revents & (POLLIN | POLLERR | POLLHUP)) {
+        if (recv_at[i] + chunk > slice) recv_at[i] = 0;
+        ssize_t n = recv(in[i], recvbuf + i * slice + recv_at[i],
+                         std::min(chunk, want[i] - got[i]), MSG_DONTWAIT);
+        if (n == 0) Die("peer closed early");
+        if (n < 0 && errno != EAGAIN && errno != EINTR) Die("recv");
+        if (n > 0) got[i] += n, recv_at[i] += n;
+      }
+    }
+  }
+}
+
 // One rank: listen on `port_base + rank`, connect K times to the next rank, accept K from the
 // previous, say so, wait for the start byte from the parent, move the bytes, report seconds taken.
-double RunRank(int rank, int n, int k, size_t bytes, size_t chunk, size_t buffer, int port_base,
-               int ready_fd, int start_fd, int listen_fd) {
+double RunRank(int rank, int n, int k, size_t bytes, size_t chunk, size_t buffer, bool polling,
+               int port_base, int ready_fd, int start_fd, int listen_fd) {
   std::vector<int> out(k), in(k);
   sockaddr_in next{};
   next.sin_family = AF_INET;
@@ -99,6 +139,11 @@ double RunRank(int rank, int n, int k, size_t bytes, size_t chunk, size_t buffer
   char go;
   if (read(start_fd, &go, 1) != 1) Die("start pipe");
   auto t0 = std::chrono::steady_clock::now();
+  if (polling) {
+    MoveBytesPolling(out, in, sendbuf.data(), sendbuf.size(), recvbuf.data(), slice, chunk,
+                     bytes);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
   std::vector<std::thread> threads;
   for (int i = 0; i < k; ++i) {
     size_t share = bytes / k + (i == 0 ? bytes % k : 0);
@@ -114,6 +159,7 @@ double RunRank(int rank, int n, int k, size_t bytes, size_t chunk, size_t buffer
 int main(int argc, char** argv) {
   int n = 2, k = 1;
   size_t bytes = size_t{1} << 30, chunk = size_t{1} << 20, buffer = 0;
+  bool polling = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--ranks") n = std::atoi(argv[i + 1]);
@@ -121,6 +167,7 @@ int main(int argc, char** argv) {
     else if (a == "--bytes") bytes = std::strtoull(argv[i + 1], nullptr, 10);
     else if (a == "--chunk") chunk = std::strtoull(argv[i + 1], nullptr, 10);
     else if (a == "--buffer") buffer = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (a == "--io") polling = std::string(argv[i + 1]) == "poll";
     else {
       std::fprintf(stderr, "tcp_ring_ceiling: unknown option '%s'\n", a.c_str());
       return 2;
@@ -157,8 +204,8 @@ int main(int argc, char** argv) {
       // Ports are not consecutive; connect to the next rank's by rewriting the base so that
       // port_base + next == ports[next].
       int next = (r + 1) % n;
-      double s = RunRank(r, n, k, bytes, chunk, buffer, ports[next] - next, ready[1], start[0],
-                         listeners[r]);
+      double s = RunRank(r, n, k, bytes, chunk, buffer, polling, ports[next] - next, ready[1],
+                         start[0], listeners[r]);
       if (write(result[1], &s, sizeof s) != sizeof s) Die("result pipe");
       _exit(0);
     }
