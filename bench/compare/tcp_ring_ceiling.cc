@@ -112,15 +112,15 @@ void MoveBytesPolling(const std::vector<int>& out, const std::vector<int>& in, c
   }
 }
 
-// One rank: listen on `port_base + rank`, connect K times to the next rank, accept K from the
+// One rank: connect K times to the next rank (on `next_port`), accept K from the
 // previous, say so, wait for the start byte from the parent, move the bytes, report seconds taken.
-double RunRank(int rank, int n, int k, size_t bytes, size_t chunk, size_t buffer, bool polling,
-               int port_base, int ready_fd, int start_fd, int listen_fd) {
+double RunRank(int rank, int k, size_t bytes, size_t chunk, size_t buffer, bool polling,
+               int next_port, int ready_fd, int start_fd, int listen_fd) {
   std::vector<int> out(k), in(k);
   sockaddr_in next{};
   next.sin_family = AF_INET;
   next.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  next.sin_port = htons(static_cast<uint16_t>(port_base + (rank + 1) % n));
+  next.sin_port = htons(static_cast<uint16_t>(next_port));
   for (int i = 0; i < k; ++i) {
     out[i] = socket(AF_INET, SOCK_STREAM, 0);
     SetBuffers(out[i]);
@@ -167,7 +167,9 @@ int main(int argc, char** argv) {
     else if (a == "--bytes") bytes = std::strtoull(argv[i + 1], nullptr, 10);
     else if (a == "--chunk") chunk = std::strtoull(argv[i + 1], nullptr, 10);
     else if (a == "--buffer") buffer = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (a == "--io") polling = std::string(argv[i + 1]) == "poll";
+    else if (a == "--io" && (std::string(argv[i + 1]) == "poll" ||
+                             std::string(argv[i + 1]) == "threads"))
+      polling = std::string(argv[i + 1]) == "poll";
     else {
       std::fprintf(stderr, "tcp_ring_ceiling: unknown option '%s'\n", a.c_str());
       return 2;
@@ -201,10 +203,7 @@ int main(int argc, char** argv) {
     if (pid < 0) Die("fork");
     if (pid == 0) {
       alarm(120);
-      // Ports are not consecutive; connect to the next rank's by rewriting the base so that
-      // port_base + next == ports[next].
-      int next = (r + 1) % n;
-      double s = RunRank(r, n, k, bytes, chunk, buffer, polling, ports[next] - next, ready[1],
+      double s = RunRank(r, k, bytes, chunk, buffer, polling, ports[(r + 1) % n], ready[1],
                          start[0], listeners[r]);
       if (write(result[1], &s, sizeof s) != sizeof s) Die("result pipe");
       _exit(0);
