@@ -167,9 +167,15 @@ int main(int argc, char** argv) {
     else if (a == "--bytes") bytes = std::strtoull(argv[i + 1], nullptr, 10);
     else if (a == "--chunk") chunk = std::strtoull(argv[i + 1], nullptr, 10);
     else if (a == "--buffer") buffer = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (a == "--io" && (std::string(argv[i + 1]) == "poll" ||
-                             std::string(argv[i + 1]) == "threads"))
-      polling = std::string(argv[i + 1]) == "poll";
+    else if (a == "--io") {
+      std::string io = argv[i + 1];
+      if (io != "poll" && io != "threads") {
+        std::fprintf(stderr, "tcp_ring_ceiling: --io takes threads or poll, got '%s'\n",
+                     io.c_str());
+        return 2;
+      }
+      polling = io == "poll";
+    }
     else {
       std::fprintf(stderr, "tcp_ring_ceiling: unknown option '%s'\n", a.c_str());
       return 2;
