@@ -8,6 +8,7 @@
 #include "railyard/net/file_store.h"
 #include "railyard/net/peer_directory.h"
 #include "railyard/net/select.h"
+#include "railyard/net/tcp/congestion.h"
 #include "railyard/net/tcp_store.h"
 
 namespace railyard::comm {
@@ -39,6 +40,7 @@ Result<std::unique_ptr<net::Transport>> StartTransport(const BootstrapConfig& co
   o.socket_ifname = config.socket_ifname;
   o.streams_per_peer = config.tcp_streams;
   o.socket_buffer_bytes = config.tcp_buffer_bytes;
+  o.tcp_congestion = config.tcp_congestion;
   net::OfiOptions ofi;
   ofi.provider = config.ofi_provider;
   ofi.domain = config.ofi_domain;
@@ -170,6 +172,11 @@ Result<BootstrapConfig> BootstrapConfigFromEnvironment(
     auto b = base::ParseBytes(v);
     if (!b.ok()) return b.status().WithContext("RAILYARD_TCP_BUFFER");
     c.tcp_buffer_bytes = *b;
+  }
+  if (auto v = get("RAILYARD_TCP_CC"); !v.empty()) {
+    auto cc = net::CongestionControl::Parse(v);
+    if (!cc.ok()) return cc.status().WithContext("RAILYARD_TCP_CC");
+    c.tcp_congestion = v;
   }
   if (c.serve_store && c.store_address.empty()) {
     return InvalidArgument("RAILYARD_STORE_SERVE=1 needs RAILYARD_STORE=ip:port to listen on");

@@ -17,6 +17,8 @@
 //                              ranks share hosts and span several)
 //   RAILYARD_TCP_STREAMS       tcp connections per peer and direction (default 2)
 //   RAILYARD_TCP_BUFFER        tcp socket buffer bytes (default 4MiB; 0 = kernel autotuning)
+//   RAILYARD_TCP_CC            tcp congestion control: auto (default: cubic between ranks on
+//                              one host, the system's across hosts), system, or a name
 //
 // Errors name the variable and what was expected.
 #pragma once
@@ -50,6 +52,7 @@ struct BootstrapConfig {
   bool hierarchy = true;
   int tcp_streams = 2;
   size_t tcp_buffer_bytes = 4 << 20;
+  std::string tcp_congestion = "auto";
   CommOptions comm;
 };
 

@@ -229,6 +229,19 @@ TEST(BootstrapConfigTest, TcpStreamsAndBufferAreParsedAndChecked) {
   ExpectInvalidNaming(env, {"RAILYARD_TCP_BUFFER"});
 }
 
+TEST(BootstrapConfigTest, TcpCongestionControlDefaultsToAutoAndRejectsNonNames) {
+  Env env = Minimal();
+  auto c = BootstrapConfigFromEnvironment(&env);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->tcp_congestion, "auto");
+  env["RAILYARD_TCP_CC"] = "reno";
+  c = BootstrapConfigFromEnvironment(&env);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->tcp_congestion, "reno");
+  env["RAILYARD_TCP_CC"] = "cubic;rm";
+  ExpectInvalidNaming(env, {"RAILYARD_TCP_CC", "cubic;rm", "expected auto, system"});
+}
+
 // Three ranks in threads of this process, meeting through a file store in a temp directory.
 TEST(BootstrapTest, ThreeRanksOverTcpThroughAFileStoreAllreduce) {
   constexpr int kRanks = 3;

@@ -42,6 +42,7 @@
 #include "railyard/net/interfaces.h"
 #include "railyard/net/peer_directory.h"
 #include "railyard/net/spin_budget.h"
+#include "railyard/net/tcp/congestion.h"
 
 namespace railyard::net {
 namespace {
@@ -292,6 +293,8 @@ class TcpTransport final : public Transport {
   TransportOptions opt_;
   std::vector<PeerState> peers_;
   base::UniqueFd listen_fd_;
+  sockaddr_in listen_addr_{};
+  CongestionControl congestion_;
   base::UniqueFd epoll_fd_;
   base::UniqueFd wake_fd_;  // eventfd: Abort() from another thread
   std::string listen_address_;
@@ -347,6 +350,8 @@ Status TcpTransport::Listen() {
     return InvalidArgument("tcp transport: streams per peer must be 1..64, got {}",
                            opt_.streams_per_peer);
   }
+  RY_ASSIGN_OR_RETURN(congestion_, CongestionControl::Parse(opt_.tcp_congestion));
+  RY_RETURN_IF_ERROR(congestion_.Check());
   RY_ASSIGN_OR_RETURN(NetInterface iface, ChooseInterface(opt_.socket_ifname));
   listen_fd_.Reset(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!listen_fd_.valid()) return ErrnoStatus(errno, "tcp transport: socket");
@@ -365,6 +370,7 @@ Status TcpTransport::Listen() {
   socklen_t len = sizeof a;
   ::getsockname(listen_fd_.get(), reinterpret_cast<sockaddr*>(&a), &len);
   listen_address_ = SockaddrText(a);
+  listen_addr_ = a;
   epoll_fd_.Reset(::epoll_create1(EPOLL_CLOEXEC));
   wake_fd_.Reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
   if (!epoll_fd_.valid() || !wake_fd_.valid()) return ErrnoStatus(errno, "tcp transport: epoll");
@@ -595,6 +601,12 @@ void TcpTransport::StartConnect(int peer, uint32_t stream) {
     return;
   }
   TuneSocket(s.fd.get(), opt_.socket_buffer_bytes);
+  // Only the connector's algorithm matters: data flows from connector to acceptor.
+  std::string cc = congestion_.Apply(s.fd.get(), listen_addr_, p.addr);
+  if (stream == 0) {
+    kLog.Debug("rank {} -> {}: congestion control {}", opt_.rank, p.info.address,
+               cc.empty() ? "system default" : cc);
+  }
   s.state = OutStream::kConnecting;
   s.greeting_got = 0;
   int rc = ::connect(s.fd.get(), reinterpret_cast<sockaddr*>(&p.addr), sizeof p.addr);

@@ -34,6 +34,7 @@ void ExpectAllOk(const std::vector<Status>& st) {
 TEST(TcpTransport, PingPongAndSizes) {
   TransportOptions o;
   o.streams_per_peer = 3;
+  o.tcp_congestion = "reno";  // a named algorithm on every connection
   auto g = StartTransportGroupForTest(NewTcpTransport, 2, o);
   ASSERT_TRUE(g.status.ok()) << g.status.ToString();
   // Sizes around the chunking threshold and a large odd size, in both directions.
@@ -413,6 +414,14 @@ TEST(TcpTransport, BadOptionsAreRejected) {
   auto t = NewTcpTransport(o);
   EXPECT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("no-such-if0"), std::string::npos) << t.status().ToString();
+  o.socket_ifname = "=lo";
+  o.tcp_congestion = "nosuchcc";
+  t = NewTcpTransport(o);
+  EXPECT_EQ(t.status().code(), StatusCode::kNotFound) << t.status().ToString();
+  EXPECT_NE(t.status().message().find("'nosuchcc' is not available"), std::string::npos)
+      << t.status().ToString();
+  o.tcp_congestion = "cubic;x";
+  EXPECT_EQ(NewTcpTransport(o).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -1,0 +1,50 @@
+// Which TCP congestion control the tcp transport's connections use.
+//
+// Why the transport chooses at all: a pacing algorithm (BBR, the default on many hosts)
+// paces every connection through a per-socket hrtimer when no fq qdisc is present, which is
+// always the case on loopback. Between ranks on one host that caps a ring allreduce far below
+// what the kernel can copy: measured on this project's 2-core host (BBR default), 16 MiB
+// allreduce with 2 ranks 1.87 GB/s under BBR against 3.49 under cubic, 4 ranks 0.85 against
+// 1.58 (docs/performance.md, eighth session). Across hosts the operator's choice stands:
+// pacing is what BBR is for there.
+//
+//   auto    connections to a peer at one of this host's addresses use cubic (reno where cubic
+//           is missing or not permitted); others keep the system default. The default.
+//   system  every connection keeps the system default (net.ipv4.tcp_congestion_control).
+//   NAME    every connection uses NAME; Check() fails if this process cannot set it.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <string>
+#include <string_view>
+
+#include "railyard/base/status.h"
+
+namespace railyard::net {
+
+class CongestionControl {
+ public:
+  // "auto", "system", or an algorithm name (letters, digits, '_', at most 15 bytes).
+  // INVALID_ARGUMENT names the value and what was expected.
+  static Result<CongestionControl> Parse(std::string_view text);
+
+  // For a named algorithm: whether a TCP socket of this process accepts it. Fails with the
+  // kernel's available (and, without CAP_NET_ADMIN, permitted) algorithms in the message.
+  Status Check() const;
+
+  // Sets the algorithm for a connection between `self` and `peer` on socket `fd`. Returns
+  // the algorithm set, or "" when the system default stays. Best effort in auto mode.
+  std::string Apply(int fd, const sockaddr_in& self, const sockaddr_in& peer) const;
+
+  std::string_view text() const { return text_; }
+
+ private:
+  std::string text_ = "auto";
+};
+
+// True when `peer` is a loopback address (127/8) or the same IPv4 address as `self`: the
+// connection never leaves this host.
+bool SameHost(const sockaddr_in& self, const sockaddr_in& peer);
+
+}  // namespace railyard::net
