@@ -4,7 +4,7 @@
 #
 #   bench/compare_comm.sh [--ranks 2[,4...]] [--sizes 4KiB:64MiB | 4KiB,1MiB,...]
 #                         [--iters 20] [--warmup 5] [--reps 3] [--json FILE] [--ofi]
-#                         [--timeout-s 300]
+#                         [--timeout-s 300] [--peer-cc NAME]
 #
 # Systems, each measured like `railyard bench comm --json` (f32 sum, out-of-place, per size one
 # checked iteration, warm-up, barrier, timed iterations; time = slowest rank's mean; busbw =
@@ -17,13 +17,19 @@
 #   tcp_ceil                             bench/compare/tcp_ring_ceiling.cc: n processes in a
 #                                        ring over loopback TCP, each sending 1 GiB to the next
 #                                        while receiving from the previous, no reduction; GB/s
-#                                        per rank, the better of two ways (4 connections per
-#                                        neighbour with a blocking thread each; 1 connection
-#                                        driven by one thread with poll). A bandwidth-optimal
+#                                        per rank, the best of four ways (4 connections per
+#                                        neighbour with a blocking thread each, or 1 connection
+#                                        driven by one thread with poll; each under the system's
+#                                        congestion control and under cubic). A bandwidth-optimal
 #                                        allreduce's busbw is the bytes each rank sends over
 #                                        the time, so this bounds an allreduce over loopback
 #                                        TCP here from above (same for every size; one that
 #                                        fits in cache can beat the streaming figure).
+#   --peer-cc NAME adds mpi_tcp_*_cc and gloo_cc: the same peers with every TCP socket set to
+#   congestion control NAME by an LD_PRELOAD shim (bench/compare/tcp_cc_preload.c), and a
+#   second table against them. Railyard sets cubic on same-host connections itself (where
+#   the host default is a pacing algorithm such as BBR); this shows how much of a ratio that
+#   choice alone makes.
 # pml ob1 is forced because OpenMPI would otherwise pick UCX and ignore the btl choice. No
 # process is bound to a core (mpirun --bind-to none), like railyard's and Gloo's ranks, and
 # OpenMPI yields while it polls (mpi_yield_when_idle 1, its own choice when oversubscribed):
@@ -44,6 +50,7 @@ REPS=3
 JSON_OUT=
 OFI=0
 TIMEOUT_S=300
+PEER_CC=
 HERE=$(cd "$(dirname "$0")" && pwd)
 RAILYARD=${RAILYARD:-"$HERE/../build/railyard"}
 
@@ -58,7 +65,8 @@ while [ $# -gt 0 ]; do
     --json) JSON_OUT=$2; shift 2 ;;
     --ofi) OFI=1; shift ;;
     --timeout-s) TIMEOUT_S=$2; shift 2 ;;
-    -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+    --peer-cc) PEER_CC=$2; shift 2 ;;
+    -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
@@ -70,6 +78,8 @@ for tool in mpicxx mpirun jq g++ numfmt timeout; do
 done
 [ -f /usr/include/gloo/allreduce.h ] || die "Gloo headers not found; install libgloo-dev"
 [ -x "$RAILYARD" ] || die "$RAILYARD not built; run make build (or set RAILYARD=)"
+[ -z "$PEER_CC" ] || [[ $PEER_CC =~ ^[a-z0-9_]{1,15}$ ]] ||
+  die "--peer-cc '$PEER_CC': expected an algorithm name such as cubic"
 
 WORK=$(mktemp -d /tmp/railyard-compare-comm.XXXXXX)
 PIDS=()
@@ -128,6 +138,13 @@ timeout 300 g++ -std=c++20 -O3 -o "$BIN/gloo_allreduce" "$HERE/compare/gloo_allr
   -lgloo -pthread
 timeout 300 g++ -std=c++20 -O2 -o "$BIN/tcp_ring_ceiling" "$HERE/compare/tcp_ring_ceiling.cc" \
   -pthread
+if [ -n "$PEER_CC" ]; then
+  timeout 300 gcc -O2 -shared -fPIC -o "$BIN/tcp_cc_preload.so" "$HERE/compare/tcp_cc_preload.c" -ldl
+  # The shim must take on this host: a name the kernel lacks would silently measure nothing new.
+  python3 -c 'import socket,sys; s=socket.socket(); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, sys.argv[1].encode())' \
+    "$PEER_CC" 2>/dev/null ||
+    die "--peer-cc $PEER_CC: this host cannot set it (available: $(cat /proc/sys/net/ipv4/tcp_available_congestion_control))"
+fi
 cat >"$WORK/memcpy_bw.cc" <<'EOF'
 #include <chrono>
 #include <cstdio>
@@ -152,13 +169,20 @@ MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none --mca pml ob1
 BENCH_ARGS=(--iters "$ITERS" --warmup "$WARMUP")
 SYSTEMS=(ry_tcp ry_shm mpi_tcp_default mpi_tcp_ring mpi_sm gloo tcp_ceil)
 [ "$OFI" = 1 ] && SYSTEMS=(ry_tcp ry_shm ry_ofi mpi_tcp_default mpi_tcp_ring mpi_sm gloo tcp_ceil)
+[ -n "$PEER_CC" ] && SYSTEMS+=(mpi_tcp_default_cc mpi_tcp_ring_cc gloo_cc)
 FAILED=0
 
 # Runs one system once for $2 ranks; appends its rows, tagged, to $WORK/rows.jsonl.
 run_system() {
-  local sys=$1 n=$2 rep=$3 r s
+  local sys=$1 n=$2 rep=$3 r s label=$1
   local out=$WORK/out/$sys.$n.$rep rc=0
   : >"$out"
+  # *_cc: the same peer with the congestion-control shim preloaded into every process.
+  local preload=()
+  if [[ $sys == *_cc ]]; then
+    preload=(env LD_PRELOAD="$BIN/tcp_cc_preload.so" RY_PRELOAD_TCP_CC="$PEER_CC")
+    sys=${sys%_cc}
+  fi
   case "$sys" in
     ry_*)
       local ry=("$RAILYARD" bench comm --ranks "$n" --transport "${sys#ry_}" "${BENCH_ARGS[@]}" --json)
@@ -176,39 +200,47 @@ run_system() {
       [ "$sys" = mpi_sm ] && mca=(--mca btl "vader,self")
       [ "$sys" = mpi_tcp_ring ] &&
         mca+=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_allreduce_algorithm 4)
+      [ ${#preload[@]} -gt 0 ] &&
+        mca+=(-x LD_PRELOAD="$BIN/tcp_cc_preload.so" -x RY_PRELOAD_TCP_CC="$PEER_CC")
       spawn "$out" "$out.err" "${MPIRUN[@]}" -np "$n" "${mca[@]}" "$BIN/mpi_allreduce" \
         --sizes "$CSV_SIZES" "${BENCH_ARGS[@]}" ;;
     gloo)
-      local store=$WORK/store.$n.$rep
+      local store=$WORK/store.$label.$n.$rep
       mkdir -p "$store"
       for ((r = 0; r < n; r++)); do
         local o=/dev/null
         [ "$r" = 0 ] && o=$out
-        spawn "$o" "$out.err.$r" env RANK="$r" WORLD_SIZE="$n" GLOO_STORE_DIR="$store" \
+        spawn "$o" "$out.err.$r" "${preload[@]}" env RANK="$r" WORLD_SIZE="$n" GLOO_STORE_DIR="$store" \
           GLOO_HOST=127.0.0.1 "$BIN/gloo_allreduce" --sizes "$CSV_SIZES" "${BENCH_ARGS[@]}" \
           --timeout-s "$TIMEOUT_S"
       done ;;
     tcp_ceil)  # one figure, repeated as a row per size so that it tabulates like the others
-      spawn "$out.threads" "$out.err" "$BIN/tcp_ring_ceiling" --ranks "$n" --io threads \
-        --streams 4 --chunk 262144 --bytes 1073741824
-      wait_all || rc=$?
-      spawn "$out.poll" "$out.err" "$BIN/tcp_ring_ceiling" --ranks "$n" --io poll \
-        --streams 1 --chunk 1048576 --bytes 1073741824 ;;
+      local cc
+      for cc in system cubic; do
+        local ccarg=()
+        [ "$cc" = cubic ] && ccarg=(--cc cubic)
+        spawn "$out.threads.$cc" "$out.err" "$BIN/tcp_ring_ceiling" --ranks "$n" --io threads \
+          --streams 4 --chunk 262144 --bytes 1073741824 "${ccarg[@]}"
+        wait_all || rc=$?
+        spawn "$out.poll.$cc" "$out.err" "$BIN/tcp_ring_ceiling" --ranks "$n" --io poll \
+          --streams 1 --chunk 1048576 --bytes 1073741824 "${ccarg[@]}"
+        wait_all || rc=$?
+      done ;;
   esac
   wait_all || rc=$?
   if [ "$sys" = tcp_ceil ] && [ "$rc" = 0 ]; then
-    sort -g "$out.threads" "$out.poll" | tail -n 1 >"$out.gbps"
+    sort -g "$out".threads.* "$out".poll.* | tail -n 1 >"$out.gbps"
     jq -R --arg sizes "$CSV_SIZES" '. as $bw | [$sizes | split(",")[] | tonumber
       | {size_bytes: ., busbw_gbps: ($bw | tonumber), time_us: null, wrong: 0}]' \
       "$out.gbps" >"$out" || rc=1
   fi
   if [ "$rc" = 0 ] && sed -n '/^\[/,/^\]/p' "$out" | jq -s 'add' >"$out.json" 2>/dev/null &&
      jq -e 'type == "array" and length > 0' "$out.json" >/dev/null; then
-    jq -c --arg sys "$sys" --argjson n "$n" --argjson rep "$rep" \
+    jq -c --arg sys "$label" --argjson n "$n" --argjson rep "$rep" \
       '.[] | . + {system: $sys, ranks: $n, rep: $rep}' "$out.json" >>"$WORK/rows.jsonl"
   else
     FAILED=1
-    echo "compare_comm.sh: $sys with $n ranks (rep $rep) failed (exit $rc); its log ends:" >&2
+    echo "compare_comm.sh: $label with $n ranks (rep $rep) failed (exit $rc); its log ends:" >&2
     cat "$out".err* 2>/dev/null | tail -n 8 >&2 || true
   fi
 }
@@ -268,7 +300,9 @@ def by_size($n): [.[] | select(.ranks == $n)] | group_by(.size_bytes)[] | .[0].s
   | {size: $size, m: $m, mt: (if $r == null or ($d != null and $d >= $r)
       then {bw: $d, t: $m.mpi_tcp_default.t, algo: "default"}
       else {bw: $r, t: $m.mpi_tcp_ring.t, algo: "ring"} end)}
-  | .peer = ([.mt.bw, $m.gloo.bw] | map(select(. != null)) | max);'
+  | .peer = ([.mt.bw, $m.gloo.bw] | map(select(. != null)) | max)
+  | .peer_cc = ([$m.mpi_tcp_default_cc.bw, $m.mpi_tcp_ring_cc.bw, $m.gloo_cc.bw]
+      | map(select(. != null)) | max);'
 jq -s . "$WORK/rows.jsonl" >"$WORK/rows.json"
 if [ -n "$JSON_OUT" ]; then
   jq --argjson memcpy "${MEMCPY:-null}" --argjson iperf "$IPERF" \
@@ -303,6 +337,20 @@ for n in ${RANKS//,/ }; do
     | "latency at \(.size) B (time_us, median): railyard tcp \(.m.ry_tcp.t | r2), "
       + "OpenMPI tcp \(.mt.t | r2) (\(.mt.algo)), ratio ry/ompi \(ratio(.m.ry_tcp.t; .mt.t) | r2)"' \
     "$WORK/rows.json"
+  if [ -n "$PEER_CC" ]; then
+    echo "# the same ranks against peers whose TCP sockets all use $PEER_CC (LD_PRELOAD shim)"
+    printf "%9s %8s %12s %12s %9s %12s\n" size ry_tcp ompi_tcp_cc gloo_cc "tcp/peer" "tcp/peer_cc"
+    jq -r --argjson n "$n" "$JQ_DEFS"'
+      def best(a; b): [a, b] | map(select(. != null)) | max;
+      by_size($n) | [.size, .m.ry_tcp.bw, best(.m.mpi_tcp_default_cc.bw; .m.mpi_tcp_ring_cc.bw),
+        .m.gloo_cc.bw, ratio(.m.ry_tcp.bw; .peer), ratio(.m.ry_tcp.bw; .peer_cc)]
+      | map(cell) | @tsv' "$WORK/rows.json" |
+    awk -F'\t' '
+      function bw(x) { return x == "-" ? x : sprintf("%.3f", x) }
+      function rt(x) { return x == "-" ? x : sprintf("%.2fx", x) }
+      function sz(b) { return b >= 1048576 ? b / 1048576 "MiB" : b >= 1024 ? b / 1024 "KiB" : b "B" }
+      { printf "%9s %8s %12s %12s %9s %12s\n", sz($1), bw($2), bw($3), bw($4), rt($5), rt($6) }'
+  fi
   jq -r --argjson n "$n" '.[] | select(.ranks == $n and .wrong != 0)
     | "WRONG: \(.system) rep \(.rep) size \(.size_bytes): \(.wrong) elements differ"' "$WORK/rows.json"
 done

@@ -12,7 +12,12 @@
 // over the same kernel path also has to reduce, so its busbw can only be lower.
 //
 //   tcp_ring_ceiling --ranks N [--streams K] [--bytes B] [--chunk C] [--buffer S]
-//                    [--io threads|poll]
+//                    [--io threads|poll] [--cc NAME]
+//
+// --cc sets the TCP congestion control of every connection (default: the system's). With a
+// pacing algorithm such as BBR as the system default, loopback connections are paced by
+// per-socket timers; the kernel's copy ceiling shows only with one that does not pace
+// (cubic, reno).
 //
 // Built and run by bench/compare_comm.sh; plain POSIX, no railyard code. Every wait is bounded
 // by an alarm: a rank that has not finished after 120 s exits non-zero.
@@ -39,7 +44,13 @@ namespace {
   std::exit(1);
 }
 
+const char* g_congestion = nullptr;  // --cc
+
 void SetBuffers(int fd) {
+  if (g_congestion != nullptr &&
+      setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, g_congestion, std::strlen(g_congestion)) != 0) {
+    Die("--cc: setsockopt TCP_CONGESTION");
+  }
   int bytes = 4 << 20, one = 1;
   setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
@@ -167,6 +178,7 @@ int main(int argc, char** argv) {
     else if (a == "--bytes") bytes = std::strtoull(argv[i + 1], nullptr, 10);
     else if (a == "--chunk") chunk = std::strtoull(argv[i + 1], nullptr, 10);
     else if (a == "--buffer") buffer = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (a == "--cc") g_congestion = argv[i + 1];
     else if (a == "--io") {
       std::string io = argv[i + 1];
       if (io != "poll" && io != "threads") {
