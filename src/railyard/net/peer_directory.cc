@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "railyard/base/files.h"
+
 namespace railyard::net {
 
 std::vector<int> MissingRanks(std::span<const std::string> keys_by_rank,
@@ -25,6 +27,16 @@ std::string LocalHostName() {
   return buf;
 }
 
+std::string LocalBootId() {
+  static const std::string id = [] {
+    auto text = base::ReadFile("/proc/sys/kernel/random/boot_id");
+    std::string s = text.ok() ? *text : "";
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    return s;
+  }();
+  return id;
+}
+
 Result<std::vector<PeerInfo>> ExchangePeerInfo(Store& store, const std::string& prefix,
                                                int rank, int size, PeerInfo self,
                                                const std::string& host,
@@ -32,7 +44,9 @@ Result<std::vector<PeerInfo>> ExchangePeerInfo(Store& store, const std::string& 
   self.rank = rank;
   self.pid = static_cast<int>(::getpid());
   self.host = host.empty() ? LocalHostName() : host;
-  nlohmann::json j = {{"host", self.host}, {"pid", self.pid}, {"address", self.address}};
+  self.boot_id = LocalBootId();
+  nlohmann::json j = {{"host", self.host}, {"pid", self.pid}, {"address", self.address},
+                      {"boot_id", self.boot_id}};
   RY_RETURN_IF_ERROR(store.Set(fmt::format("{}/peer/{}", prefix, rank), j.dump(), deadline));
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r) keys.push_back(fmt::format("{}/peer/{}", prefix, r));
@@ -63,6 +77,10 @@ Result<std::vector<PeerInfo>> ExchangePeerInfo(Store& store, const std::string& 
     all[r].host = pj["host"].get<std::string>();
     all[r].pid = pj["pid"].get<int>();
     all[r].address = pj["address"].get<std::string>();
+    // Optional: a record without it (or with a non-string) just leaves the kernel unknown.
+    if (pj.contains("boot_id") && pj["boot_id"].is_string()) {
+      all[r].boot_id = pj["boot_id"].get<std::string>();
+    }
   }
   return all;
 }

@@ -18,7 +18,8 @@
 
 namespace railyard::net {
 
-// Fills self.rank, self.pid and self.host (from `host`, else gethostname()) and exchanges.
+// Fills self.rank, self.pid, self.host (from `host`, else gethostname()) and self.boot_id,
+// and exchanges.
 // Returns every rank's PeerInfo indexed by rank.
 Result<std::vector<PeerInfo>> ExchangePeerInfo(Store& store, const std::string& prefix,
                                                int rank, int size, PeerInfo self,
@@ -31,5 +32,8 @@ std::vector<int> MissingRanks(std::span<const std::string> keys_by_rank,
 
 // The host name reported when none is configured.
 std::string LocalHostName();
+
+// This kernel's boot id, or "" where /proc does not say.
+std::string LocalBootId();
 
 }  // namespace railyard::net

@@ -51,6 +51,9 @@ struct PeerInfo {
   // Its rank in the whole job when this transport serves a sub-group (the hierarchical
   // allreduce's host-local and leaders' groups), else -1. Names the peer in messages.
   int job_rank = -1;
+  // The kernel's boot id (/proc/sys/kernel/random/boot_id): equal for ranks that share a
+  // kernel, also across network namespaces (virtual hosts). Empty when unknown.
+  std::string boot_id;
 };
 
 // "rank 3 (node2 pid 4242)", with the job-wide rank where the peer has one.

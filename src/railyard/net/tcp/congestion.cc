@@ -61,11 +61,10 @@ Status CongestionControl::Check() const {
                   KernelList("tcp_available_congestion_control"), text_);
 }
 
-std::string CongestionControl::Apply(int fd, const sockaddr_in& self,
-                                     const sockaddr_in& peer) const {
+std::string CongestionControl::Apply(int fd, bool same_kernel) const {
   if (text_ == "system") return "";
   if (text_ != "auto") return SetAlgorithm(fd, text_) ? text_ : "";
-  if (!SameHost(self, peer)) return "";
+  if (!same_kernel) return "";
   for (const char* name : {"cubic", "reno"}) {
     if (SetAlgorithm(fd, name)) return name;
   }

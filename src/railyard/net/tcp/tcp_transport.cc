@@ -602,7 +602,10 @@ void TcpTransport::StartConnect(int peer, uint32_t stream) {
   }
   TuneSocket(s.fd.get(), opt_.socket_buffer_bytes);
   // Only the connector's algorithm matters: data flows from connector to acceptor.
-  std::string cc = congestion_.Apply(s.fd.get(), listen_addr_, p.addr);
+  const std::string& my_boot = peers_[opt_.rank].info.boot_id;
+  const bool same_kernel = SameHost(listen_addr_, p.addr) ||
+                           (!my_boot.empty() && p.info.boot_id == my_boot);
+  std::string cc = congestion_.Apply(s.fd.get(), same_kernel);
   if (stream == 0) {
     kLog.Debug("rank {} -> {}: congestion control {}", opt_.rank, p.info.address,
                cc.empty() ? "system default" : cc);
