@@ -164,6 +164,16 @@ TEST(BenchCommCli, BadCommEnvironmentIsOneClearLine) {
   }
 }
 
+TEST(BenchCommCli, TcpCongestionControlIsCheckedBeforeAnyRankStarts) {
+  ExpectBadInput(Quick({}), "RAILYARD_TCP_CC", {{"RAILYARD_TCP_CC", "bad!"}});
+  ExpectBadInput(Quick({}), "'nosuchcc' is not available", {{"RAILYARD_TCP_CC", "nosuchcc"}});
+  // reno exists in every kernel and is open to every process.
+  auto r = RunRailyard({"bench", "comm", "--ranks", "2", "--sizes", "64KiB", "--iters", "2",
+                        "--transport", "tcp", "--json"},
+                       {{"RAILYARD_TCP_CC", "reno"}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST(BenchCommCli, ShmAcrossPretendHostsIsBadInput) {
   ExpectBadInput(Quick({"--transport", "shm", "--local-hosts", "2"}), "--local-hosts 2");
   ExpectBadInput(Quick({"--local-hosts", "2"}), "RAILYARD_TRANSPORT shm",

@@ -27,6 +27,7 @@
 #include "railyard/comm/communicator.h"
 #include "railyard/net/interfaces.h"
 #include "railyard/net/select.h"
+#include "railyard/net/tcp/congestion.h"
 #include "railyard/vcluster/bandwidth_matrix.h"
 #include "railyard/vcluster/command_runner.h"
 #include "railyard/vcluster/spec.h"
@@ -192,6 +193,12 @@ Outcome RunLauncher(const CommFlags& f) {
   // RAILYARD_COMM_TIMEOUT, _ALGO, _CHECK, _PIECE: the ranks read them; a bad one is an error.
   auto env_options = comm::CommOptions::FromEnvironment();
   if (!env_options.ok()) return InvalidArgument("{}", env_options.status().message());
+  // RAILYARD_TCP_CC: the ranks set it on their sockets; a bad or unavailable name is an error.
+  if (const char* cc = std::getenv("RAILYARD_TCP_CC"); cc != nullptr && *cc != '\0') {
+    auto parsed = net::CongestionControl::Parse(cc);
+    Status st = parsed.ok() ? parsed->Check() : parsed.status();
+    if (!st.ok()) return InvalidArgument("RAILYARD_TCP_CC: {}", st.message());
+  }
   if (f.use_vcluster && !vcluster::ValidatePrefix(f.vcluster_prefix).ok()) {
     return InvalidArgument("--vcluster '{}': expected the prefix of a virtual cluster that is "
                            "up (1 to {} lowercase letters or digits, starting with a letter; "
@@ -409,8 +416,10 @@ void RegisterBenchCommCommand(CLI::App* bench, Action* action) {
       "Environment: RAILYARD_TRANSPORT (used when --transport is not given),\n"
       "RAILYARD_SOCKET_IFNAME (tcp interface, NCCL syntax; default =lo on one host),\n"
       "RAILYARD_OFI_PROVIDER, RAILYARD_OFI_DOMAIN (default lo on one host), RAILYARD_COMM_ALGO,\n"
-      "RAILYARD_COMM_CHECK, RAILYARD_COMM_PIECE, RAILYARD_COMM_TIMEOUT (--timeout wins);\n"
-      "all but RAILYARD_OFI_DOMAIN are checked before any rank starts.\n"
+      "RAILYARD_COMM_CHECK, RAILYARD_COMM_PIECE, RAILYARD_COMM_TIMEOUT (--timeout wins),\n"
+      "RAILYARD_TCP_CC (tcp congestion control: auto, system or a name; auto uses cubic\n"
+      "between ranks of one kernel); all but RAILYARD_OFI_DOMAIN are checked before any\n"
+      "rank starts.\n"
       "Columns follow nccl-tests: busbw = algbw x 2(n-1)/n for allreduce, (n-1)/n for\n"
       "allgather, reduce_scatter and alltoall, 1 for broadcast. Docs: docs/comm.md\n");
   c->callback([f, c, action] {
