@@ -2,7 +2,9 @@
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <dirent.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -57,6 +59,51 @@ TEST(TcpTransport, PingPongAndSizes) {
     }
     return Status::Ok();
   }));
+}
+
+// How many of this process's connected TCP sockets use each congestion control algorithm.
+std::map<std::string, int> ConnectedTcpSocketsByAlgorithm() {
+  std::map<std::string, int> out;
+  DIR* d = opendir("/proc/self/fd");
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    int fd = std::atoi(e->d_name);
+    int type = 0;
+    socklen_t len = sizeof type;
+    sockaddr_in peer{};
+    socklen_t plen = sizeof peer;
+    if (fd <= 2 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
+        type != SOCK_STREAM || getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) != 0 ||
+        peer.sin_family != AF_INET) {
+      continue;
+    }
+    char name[16] = {};
+    socklen_t nlen = sizeof name;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &nlen) == 0) {
+      ++out[std::string(name, strnlen(name, nlen))];
+    }
+  }
+  closedir(d);
+  return out;
+}
+
+// Ranks on one host: every connection a rank opened (2 ranks x 2 streams) runs cubic, or
+// reno where cubic cannot be had, whatever the host's default (BBR on the development host,
+// where its pacing halved busbw).
+TEST(TcpTransport, ConnectionsInsideOneKernelAvoidThePacingDefault) {
+  auto g = StartTransportGroupForTest(NewTcpTransport, 2);
+  ASSERT_TRUE(g.status.ok()) << g.status.ToString();
+  ExpectAllOk(RunRanksForTest(g, [&](int rank, Transport& t) -> Status {
+    std::vector<uint8_t> out(1 << 20, 1), in(1 << 20);  // long enough for both streams
+    RY_ASSIGN_OR_RETURN(Request s, t.PostSend(1 - rank, 3, out.data(), out.size()));
+    RY_ASSIGN_OR_RETURN(Request r, t.PostRecv(1 - rank, 3, in.data(), in.size()));
+    Request both[] = {s, r};
+    return t.WaitAll(both, Soon());
+  }));
+  auto by = ConnectedTcpSocketsByAlgorithm();
+  std::string seen;
+  for (auto& [name, n] : by) seen += fmt::format("{}={} ", name, n);
+  EXPECT_GE(by["cubic"] + by["reno"], 4) << seen;
 }
 
 // A consuming receive gets every byte exactly once, in runs of whole 8-byte units at unit
