@@ -1105,7 +1105,9 @@ Status TcpTransport::Poll(int timeout_ms) {
     unparked_.pop_back();
     HandleEvent(key, EPOLLIN);
   }
-  if (abort_requested_.load(std::memory_order_acquire)) HandleAbortFlag(base::Deadline::After(std::chrono::milliseconds(500)));
+  if (abort_requested_.load(std::memory_order_acquire)) {
+    HandleAbortFlag(base::Deadline::After(std::chrono::milliseconds(500)));
+  }
   return Status::Ok();
 }
 
