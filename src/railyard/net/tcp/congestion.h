@@ -5,9 +5,9 @@
 // always the case on loopback. Between ranks on one host that caps a ring allreduce far below
 // what the kernel can copy: measured on this project's 2-core host (BBR default), 16 MiB
 // allreduce with 2 ranks 1.87 GB/s under BBR against 3.49 under cubic, 4 ranks 0.85 against
-// 1.58 (docs/performance.md, eighth session). The same holds between virtual hosts (network
-// namespaces on one kernel, linked by veth and a shaper): 64 MiB on 4 hosts at 1 Gbit/s,
-// 104 MB/s under BBR against 107 under cubic. Across machines the operator's choice stands:
+// 1.58 (docs/performance.md, eighth session). The same holds between network namespaces on
+// one kernel (virtual hosts, pods on one node) linked by unshaped veth: 2 ranks, 0.6-1.1
+// GB/s under BBR against 2.0-2.7 under cubic. Across machines the operator's choice stands:
 // pacing is what BBR is for there.
 //
 //   auto    connections that stay inside this kernel use cubic (reno where cubic is missing or
