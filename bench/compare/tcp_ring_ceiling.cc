@@ -57,29 +57,18 @@ void SetBuffers(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-// Moves `total` bytes through `buf` of `size` bytes, `chunk` at a time, wrapping at its end.
-void SendAll(int fd, const char* buf, size_t size, size_t chunk, size_t total) {
+// Moves `total` bytes through `buf` of `size` bytes, `chunk` at a time, wrapping at its end:
+// sends them when `sending`, else receives them.
+void TransferAll(bool sending, int fd, char* buf, size_t size, size_t chunk, size_t total) {
   for (size_t done = 0, at = 0; done < total;) {
     if (at + chunk > size) at = 0;
-    ssize_t k = send(fd, buf + at, std::min(chunk, total - done), 0);
+    const size_t n = std::min(chunk, total - done);
+    ssize_t k = sending ? send(fd, buf + at, n, 0) : recv(fd, buf + at, n, 0);
     if (k < 0) {
       if (errno == EINTR) continue;
-      Die("send");
+      Die(sending ? "send" : "recv");
     }
-    done += static_cast<size_t>(k);
-    at += static_cast<size_t>(k);
-  }
-}
-
-void RecvAll(int fd, char* buf, size_t size, size_t chunk, size_t total) {
-  for (size_t done = 0, at = 0; done < total;) {
-    if (at + chunk > size) at = 0;
-    ssize_t k = recv(fd, buf + at, std::min(chunk, total - done), 0);
-    if (k < 0) {
-      if (errno == EINTR) continue;
-      Die("recv");
-    }
-    if (k == 0) Die("peer closed early");
+    if (k == 0 && !sending) Die("peer closed early");
     done += static_cast<size_t>(k);
     at += static_cast<size_t>(k);
   }
@@ -158,8 +147,10 @@ double RunRank(int rank, int k, size_t bytes, size_t chunk, size_t buffer, bool 
   std::vector<std::thread> threads;
   for (int i = 0; i < k; ++i) {
     size_t share = bytes / k + (i == 0 ? bytes % k : 0);
-    threads.emplace_back(SendAll, out[i], sendbuf.data(), sendbuf.size(), chunk, share);
-    threads.emplace_back(RecvAll, in[i], recvbuf.data() + i * slice, slice, chunk, share);
+    threads.emplace_back(TransferAll, true, out[i], sendbuf.data(), sendbuf.size(), chunk,
+                         share);
+    threads.emplace_back(TransferAll, false, in[i], recvbuf.data() + i * slice, slice, chunk,
+                         share);
   }
   for (auto& t : threads) t.join();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

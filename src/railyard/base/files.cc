@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <filesystem>
 #include <string>
@@ -46,6 +47,15 @@ Result<std::string> ReadFile(const std::string& path) {
     out.append(buf, static_cast<size_t>(n));
   }
   return out;
+}
+
+std::optional<std::string> ReadTrimmedFile(const std::string& path) {
+  Result<std::string> text = ReadFile(path);
+  if (!text.ok()) return std::nullopt;
+  std::string_view v = *text;
+  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
+  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
+  return std::string(v);
 }
 
 Status WriteAll(int fd, std::string_view data, std::string_view what) {

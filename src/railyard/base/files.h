@@ -9,6 +9,7 @@
 // Thread-safety: free functions are safe to call concurrently on different paths.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -43,6 +44,10 @@ class UniqueFd {
 
 // Reads a whole file. NOT_FOUND when it does not exist; the message names the path.
 Result<std::string> ReadFile(const std::string& path);
+
+// A one-value file (/proc, /sys) without leading and trailing whitespace; nullopt when it
+// cannot be read (missing, or sysfs answering EINVAL, e.g. the speed of a link that is down).
+std::optional<std::string> ReadTrimmedFile(const std::string& path);
 
 // Writes all of `data` to fd, retrying short writes and EINTR.
 Status WriteAll(int fd, std::string_view data, std::string_view what);

@@ -51,6 +51,15 @@ TEST_F(FilesTest, AtomicWriteIntoMissingDirectoryNamesThePath) {
   EXPECT_NE(s.message().find("/no/such/dir/file"), std::string::npos) << s.message();
 }
 
+TEST_F(FilesTest, ReadTrimmedFileStripsWhitespaceAndIsEmptyWhenUnreadable) {
+  std::string path = dir_ + "/value";
+  ASSERT_TRUE(WriteFileAtomic(path, " \t1f57b20a-341e cubic\n\n").ok());
+  EXPECT_EQ(ReadTrimmedFile(path), "1f57b20a-341e cubic");
+  ASSERT_TRUE(WriteFileAtomic(path, "\n").ok());
+  EXPECT_EQ(ReadTrimmedFile(path), "");
+  EXPECT_EQ(ReadTrimmedFile(dir_ + "/absent"), std::nullopt);
+}
+
 TEST_F(FilesTest, ReadMissingFileIsNotFound) {
   auto r = ReadFile(dir_ + "/absent");
   ASSERT_FALSE(r.ok());

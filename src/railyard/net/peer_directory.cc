@@ -28,12 +28,8 @@ std::string LocalHostName() {
 }
 
 std::string LocalBootId() {
-  static const std::string id = [] {
-    auto text = base::ReadFile("/proc/sys/kernel/random/boot_id");
-    std::string s = text.ok() ? *text : "";
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-    return s;
-  }();
+  static const std::string id =
+      base::ReadTrimmedFile("/proc/sys/kernel/random/boot_id").value_or("");
   return id;
 }
 

@@ -47,17 +47,9 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-// Trimmed contents, or nullopt when the file is missing or unreadable (sysfs returns EINVAL
-// for e.g. the speed of a link that is down).
-std::optional<std::string> ReadSysfs(const std::string& path) {
-  Result<std::string> text = base::ReadFile(path);
-  if (!text.ok()) return std::nullopt;
-  return std::string(Trim(*text));
-}
-
 // A decimal or 0x-prefixed hex integer file; nullopt when absent or malformed.
 std::optional<int64_t> ReadSysfsInt(const std::string& path) {
-  std::optional<std::string> text = ReadSysfs(path);
+  std::optional<std::string> text = base::ReadTrimmedFile(path);
   if (!text || text->empty()) return std::nullopt;
   std::string_view s = *text;
   int base = 10;
@@ -270,7 +262,7 @@ std::vector<NumaNode> NumaFromSysfs(const std::string& root, std::vector<std::st
       continue;
     }
     const std::string path = dir + "/" + name + "/cpulist";
-    std::optional<std::string> text = ReadSysfs(path);
+    std::optional<std::string> text = base::ReadTrimmedFile(path);
     if (!text) {
       notes.push_back(fmt::format("{}: unreadable, NUMA node {} left out", path, id));
       continue;
@@ -293,7 +285,7 @@ std::vector<NumaNode> NumaFromSysfs(const std::string& root, std::vector<std::st
 
   // Kernels built without NUMA have no node directories: the machine is one node.
   const std::string online = root + "/devices/system/cpu/online";
-  std::optional<std::string> text = ReadSysfs(online);
+  std::optional<std::string> text = base::ReadTrimmedFile(online);
   Result<std::vector<int>> cpus =
       text ? ReadCpuList(*text, online)
            : Result<std::vector<int>>(NotFound("{}: unreadable", online));
@@ -470,8 +462,8 @@ std::vector<FoundNic> RdmaNics(const std::string& root,
     std::vector<std::string> states;
     for (const std::string& port : SortedNatural(ListDir(ib + "/ports"))) {
       const std::string port_dir = ib + "/ports/" + port;
-      std::string state = ReadSysfs(port_dir + "/state").value_or("unknown");
-      std::optional<std::string> rate_text = ReadSysfs(port_dir + "/rate");
+      std::string state = base::ReadTrimmedFile(port_dir + "/state").value_or("unknown");
+      std::optional<std::string> rate_text = base::ReadTrimmedFile(port_dir + "/rate");
       uint64_t rate = 0;
       if (rate_text) {
         Result<uint64_t> r = ParseIbRate(*rate_text);

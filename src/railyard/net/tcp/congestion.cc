@@ -15,13 +15,9 @@ namespace {
 // TCP_CA_NAME_MAX in <linux/tcp.h>: names are at most 15 bytes and a NUL.
 constexpr size_t kNameMax = 16;
 
-// The kernel's list in /proc/sys/net/ipv4/<file>, one line, or "unknown".
+// The kernel's list in /proc/sys/net/ipv4/<file>, or "unknown".
 std::string KernelList(const char* file) {
-  auto text = base::ReadFile(std::string("/proc/sys/net/ipv4/") + file);
-  if (!text.ok()) return "unknown";
-  std::string s = *text;
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
+  return base::ReadTrimmedFile(std::string("/proc/sys/net/ipv4/") + file).value_or("unknown");
 }
 
 bool SetAlgorithm(int fd, const std::string& name) {
