@@ -1,9 +1,12 @@
 // What bench/compare/{mpi,gloo}_allreduce.cc share, so that both measure exactly like
 // `railyard bench comm --op allreduce --type f32`: the input values, the option parsing, the
-// expected result and its check, and the JSON row. Header-only: each program is built on its
+// expected result and its checks (the same as railyard's, comm/bench.h "Checking": the
+// untimed iteration in full, every timed one but the last at the first, last and 16
+// pseudo-random elements poisoned before the call, the last in full), and the JSON row. Header-only: each program is built on its
 // own by bench/compare_comm.sh (mpicxx or g++), not by CMake.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -68,6 +71,32 @@ inline bool ParseOptions(int argc, char** argv, bool with_timeout, Options& o,
   return true;
 }
 
+// The positions one sampled timed iteration checks, drawn exactly as railyard's
+// comm/bench.cc draws them: the first and last element and kSamples from splitmix64 seeded
+// by (requested size, iteration, rank), mapped onto [0, elems) by a multiply-shift.
+constexpr int kSamples = 16;
+struct Samples {
+  std::array<uint64_t, kSamples + 2> at{};
+  int n = 0;
+};
+
+inline Samples SamplePositions(uint64_t elems, uint64_t size_bytes, int iteration, int rank) {
+  Samples s;
+  if (elems == 0) return s;
+  uint64_t state = size_bytes * 0x9e3779b97f4a7c15ull ^ (static_cast<uint64_t>(iteration) << 20) ^
+                   static_cast<uint64_t>(rank);
+  s.at[s.n++] = 0;
+  if (elems > 1) s.at[s.n++] = elems - 1;
+  for (int j = 0; j < kSamples; ++j) {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    s.at[s.n++] = static_cast<uint64_t>((static_cast<unsigned __int128>(z) * elems) >> 64);
+  }
+  return s;
+}
+
 // One size's buffers: this rank's input, the output, and the sum every rank must get.
 struct Buffers {
   std::vector<float> send, recv, want;
@@ -86,11 +115,35 @@ struct Buffers {
     }
     return wrong;
   }
+  // Every byte of output element i becomes the inverse of the expected byte.
+  void Poison(size_t i) {
+    unsigned char bytes[sizeof(float)];
+    std::memcpy(bytes, &want[i], sizeof bytes);
+    for (unsigned char& c : bytes) c = static_cast<unsigned char>(~c);
+    std::memcpy(&recv[i], bytes, sizeof bytes);
+  }
+  void PoisonAll() {
+    for (size_t i = 0; i < recv.size(); ++i) Poison(i);
+  }
+  Samples PoisonSamples(uint64_t size_bytes, int iteration, int rank) {
+    Samples s = SamplePositions(recv.size(), size_bytes, iteration, rank);
+    for (int j = 0; j < s.n; ++j) Poison(s.at[j]);
+    return s;
+  }
+  int64_t WrongAt(const Samples& s) const {
+    int64_t wrong = 0;
+    for (int j = 0; j < s.n; ++j) {
+      if (std::memcmp(&recv[s.at[j]], &want[s.at[j]], sizeof(float)) != 0) ++wrong;
+    }
+    return wrong;
+  }
 };
 
 // The JSON object of one size (keys of `railyard bench comm --json`), with a leading comma
-// after the first; `seconds` is the slowest rank's mean per iteration.
-inline std::string Row(bool first, uint64_t count, double seconds, int n, int64_t wrong) {
+// after the first; `seconds` is the slowest rank's mean per iteration; `wrong` and `checked`
+// the failed and all element comparisons over all ranks.
+inline std::string Row(bool first, uint64_t count, double seconds, int n, int64_t wrong,
+                       int64_t checked) {
   const uint64_t bytes = count * sizeof(float);
   const double algbw = seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0;
   const double busbw = algbw * 2.0 * (n - 1) / n;
@@ -98,10 +151,10 @@ inline std::string Row(bool first, uint64_t count, double seconds, int n, int64_
   std::snprintf(row, sizeof(row),
                 "%s\n  {\"size_bytes\": %llu, \"count\": %llu, \"type\": \"f32\", "
                 "\"time_us\": %.4f, \"algbw_gbps\": %.6f, \"busbw_gbps\": %.6f, "
-                "\"wrong\": %lld}",
+                "\"wrong\": %lld, \"checked\": %lld}",
                 first ? "" : ",", static_cast<unsigned long long>(bytes),
                 static_cast<unsigned long long>(count), seconds * 1e6, algbw, busbw,
-                static_cast<long long>(wrong));
+                static_cast<long long>(wrong), static_cast<long long>(checked));
   return row;
 }
 

@@ -2,8 +2,8 @@
 // `railyard bench comm --op allreduce --type f32` so that bench/compare_comm.sh compares like
 // with like: f32 sum (gloo::sum<float>, Gloo's own reduction), separate input and output
 // buffers, the same input values, and per size one checked iteration, `--warmup` untimed ones,
-// a barrier, then `--iters` timed ones; the time of a size is the slowest rank's mean per
-// iteration. Rank 0 prints one JSON array with the keys of `railyard bench comm --json`.
+// a barrier, then `--iters` timed ones, each checked as railyard checks them
+// (allreduce_measure.h); the time of a size is the slowest rank's mean per iteration. Rank 0 prints one JSON array with the keys of `railyard bench comm --json`.
 //
 // One process per rank, started by the caller with RANK and WORLD_SIZE in the environment;
 // ranks meet through a gloo::rendezvous::FileStore in GLOO_STORE_DIR (an empty directory) and
@@ -64,9 +64,9 @@ std::string Run(const compare::Options& o, int rank, int n, const std::string& s
   context->connectFullMesh(store, device);
   std::shared_ptr<gloo::Context> ctx = context;
 
-  // Fixed tags: the measured allreduce, the barrier and the two scalar reductions never run
+  // Fixed tags: the measured allreduce, the barrier and the three scalar reductions never run
   // concurrently, but distinct tags keep a late message of one from matching another.
-  constexpr uint32_t kDataTag = 1, kBarrierTag = 2, kTimeTag = 3, kWrongTag = 4;
+  constexpr uint32_t kDataTag = 1, kBarrierTag = 2, kTimeTag = 3, kWrongTag = 4, kCheckedTag = 5;
   std::string json = "[";
   for (size_t s = 0; s < o.sizes.size(); ++s) {
     const uint64_t count = o.sizes[s] / sizeof(float);
@@ -81,16 +81,27 @@ std::string Run(const compare::Options& o, int rank, int n, const std::string& s
         static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
     opts.setTag(kDataTag);
 
+    b.PoisonAll();
     gloo::allreduce(opts);
-    int64_t wrong = b.Wrong();
+    // {wrong, checked}, summed over ranks after the timed loop.
+    int64_t wrong = b.Wrong(), checked = static_cast<int64_t>(count);
     for (int i = 0; i < o.warmup; ++i) gloo::allreduce(opts);
+    b.PoisonAll();
     gloo::BarrierOptions barrier(ctx);
     barrier.setTag(kBarrierTag);
     gloo::barrier(barrier);
     auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < o.iters; ++i) gloo::allreduce(opts);
+    for (int i = 0; i < o.iters; ++i) {
+      const bool sampled = i + 1 < o.iters;  // the last one is checked in full below
+      compare::Samples at;
+      if (sampled) at = b.PoisonSamples(o.sizes[s], i, rank);
+      gloo::allreduce(opts);
+      if (sampled) wrong += b.WrongAt(at), checked += at.n;
+    }
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / o.iters;
+    wrong += b.Wrong();
+    checked += static_cast<int64_t>(count);
     seconds = ReduceScalar<double>(
         ctx, seconds,
         static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::max<double>),
@@ -99,7 +110,11 @@ std::string Run(const compare::Options& o, int rank, int n, const std::string& s
         ctx, wrong,
         static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<int64_t>),
         kWrongTag);
-    json += compare::Row(s == 0, count, seconds, n, wrong);
+    checked = ReduceScalar<int64_t>(
+        ctx, checked,
+        static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<int64_t>),
+        kCheckedTag);
+    json += compare::Row(s == 0, count, seconds, n, wrong, checked);
   }
   return json + "\n]\n";
 }
