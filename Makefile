@@ -2,13 +2,40 @@
 #   make demo   install what is missing, build, run the demo on the virtual cluster
 #   make test   install what is missing, build, run every test
 # Other targets: build, sanitize (ASan/UBSan build + tests), bench-deps, clean.
+# A subset of the tests: make test CTEST_ARGS="-L unit" (labels and more in docs/testing.md).
 
 BUILD_DIR ?= build
 SAN_DIR   ?= build-sanitize
 JOBS      ?= $(shell nproc)
 CMAKE_FLAGS ?=
+CTEST_ARGS ?=
 
 .PHONY: all bootstrap build demo test sanitize bench-deps clean
+
+# Runs ctest in build dir $(1), then one summary line counting passed, skipped and failed
+# test cases (ctest counts a skip as passed in its own percentage line). The exit status is
+# ctest's. A skip is never silent: docs/testing.md lists every skip condition and its reason.
+define run_ctest
+echo "ctest --test-dir $(1) --output-on-failure -j $(JOBS) $(CTEST_ARGS)"; \
+{ ctest --test-dir $(1) --output-on-failure -j $(JOBS) $(CTEST_ARGS); echo $$? > $(1)/ctest.rc; } 2>&1 \
+  | tee $(1)/ctest.log; \
+rc=$$(cat $(1)/ctest.rc); \
+awk -v rc=$$rc ' \
+  /tests passed, [0-9]+ tests? failed out of [0-9]+/ { total = $$NF; failed = $$4 } \
+  /^The following tests did not run:/ { list = 1; next } \
+  /^The following tests FAILED:/ || /^$$/ { list = 0 } \
+  list && /\(Skipped\)$$/ { skipped++ } \
+  list && /\(Disabled\)$$/ { disabled++ } \
+  END { \
+    passed = total - failed - skipped; \
+    line = sprintf("%d tests, %d passed, %d skipped (see docs/testing.md for why), %d failed", \
+                   total, passed, skipped, failed); \
+    if (disabled) line = line sprintf(", %d disabled", disabled); \
+    if (total == 0) line = "no tests ran (ctest exit status " rc ")"; \
+    print "\n" line; \
+  }' $(1)/ctest.log; \
+exit $$rc
+endef
 
 all: build
 
@@ -23,12 +50,12 @@ demo: build
 	$(BUILD_DIR)/railyard demo
 
 test: build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+	@$(call run_ctest,$(BUILD_DIR))
 
 sanitize: bootstrap
 	@cmake -S . -B $(SAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRAILYARD_SANITIZE=ON -DRAILYARD_BUILD_BENCH=OFF >/dev/null
 	@cmake --build $(SAN_DIR) -j $(JOBS)
-	ctest --test-dir $(SAN_DIR) --output-on-failure -j $(JOBS)
+	@$(call run_ctest,$(SAN_DIR))
 
 bench-deps:
 	@scripts/bootstrap --bench
