@@ -1,10 +1,14 @@
 #include "railyard/topo/load.h"
 
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -108,15 +112,87 @@ TEST(LoadTest, UnreadableFilesNameThePath) {
   auto d = LoadTopology(dir.path());
   ASSERT_FALSE(d.ok());
   EXPECT_HAS(d.status().message(), dir.path());
+}
 
-  if (::geteuid() != 0) {  // root reads anything
-    std::string locked = dir.Write("locked.yaml", "version: 1\n");
-    ASSERT_EQ(::chmod(locked.c_str(), 0), 0);
+// What LoadTopology returned in a child process that gave up root first.
+struct Unprivileged {
+  std::string cannot_drop;  // why the child could not become `uid`; empty when it did
+  StatusCode code = StatusCode::kOk;
+  std::string message;
+};
+
+// Runs LoadTopology(path) as uid/gid `id` in a forked child, so that permission bits apply
+// even when the test runs as root (root reads any file). The answer comes back in a pipe as
+// "<code>\n<message>", or "!<reason>" when the child could not drop its privileges.
+Unprivileged LoadAs(uid_t id, const std::string& path) {
+  int fds[2];
+  EXPECT_EQ(::pipe(fds), 0);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string out;
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(id, id, id) != 0 ||
+        ::setresuid(id, id, id) != 0) {
+      out = std::string("!") + std::strerror(errno);
+    } else {
+      auto c = LoadTopology(path);
+      out = std::to_string(static_cast<int>(c.status().code())) + "\n" + c.status().message();
+    }
+    size_t done = 0;
+    while (done < out.size()) {
+      ssize_t n = ::write(fds[1], out.data() + done, out.size() - done);
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string got;
+  char buf[512];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  int wstatus = 0;
+  EXPECT_EQ(::waitpid(pid, &wstatus, 0), pid);
+  Unprivileged u;
+  if (got.starts_with("!")) {
+    u.cannot_drop = got.substr(1);
+    return u;
+  }
+  size_t nl = got.find('\n');
+  EXPECT_NE(nl, std::string::npos) << "child answered '" << got << "'";
+  if (nl == std::string::npos) return u;
+  u.code = static_cast<StatusCode>(std::stoi(got.substr(0, nl)));
+  u.message = got.substr(nl + 1);
+  return u;
+}
+
+// A file the loading user may not read: PERMISSION_DENIED naming the file. Root ignores
+// permission bits, so as root the load runs in a child that has become nobody (65534).
+TEST(LoadTest, UnreadableFileIsPermissionDeniedNamingIt) {
+  TempDir dir;
+  std::string locked = dir.Write("locked.yaml", "version: 1\n");
+  ASSERT_EQ(::chmod(locked.c_str(), 0), 0);
+  if (::geteuid() != 0) {
     auto p = LoadTopology(locked);
     ASSERT_FALSE(p.ok());
     EXPECT_EQ(p.status().code(), StatusCode::kPermissionDenied);
     EXPECT_HAS(p.status().message(), locked);
+    return;
   }
+  // The directory must be searchable by nobody, so that only the file's own bits refuse.
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0755), 0);
+  constexpr uid_t kNobody = 65534;
+  Unprivileged u = LoadAs(kNobody, locked);
+  if (!u.cannot_drop.empty()) {
+    GTEST_SKIP() << "running as root and cannot become uid " << kNobody
+                 << " to make permission bits apply: " << u.cannot_drop;
+  }
+  EXPECT_EQ(u.code, StatusCode::kPermissionDenied) << u.message;
+  EXPECT_HAS(u.message, locked);
 }
 
 TEST(LoadTest, RejectsGarbageEmptyAndUnknownFiles) {
