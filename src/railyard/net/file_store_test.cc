@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -211,6 +212,89 @@ TEST_F(FileStoreTest, KeyLockHeldElsewhereEndsWritesAtTheDeadlineUntilReleased) 
   EXPECT_EQ(*store_->CompareAndSet("held/key", "2", "three", Soon()), "three");
   ASSERT_TRUE(store_->Set("held/key", "four", Soon()).ok());
   EXPECT_EQ(*store_->Get("held/key", Soon()), "four");
+}
+
+// With the job secret, a value the job did not write is refused on every read path, naming
+// the key and its file: unsigned, a made-up signature, a signed value moved from another key,
+// and a value signed with another secret.
+TEST_F(FileStoreTest, SignedStoreRefusesForgedValuesNamingKeyAndFile) {
+  std::string dir = tmp_.Sub("signed");
+  auto opened = OpenFileStore(dir, "job-secret");
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  Store& store = **opened;
+  ASSERT_TRUE(store.Set("job/addr/0", "10.0.0.5:1234", Soon()).ok());
+  ASSERT_TRUE(store.Set("job/addr/1", "10.0.0.6:1234", Soon()).ok());
+  EXPECT_EQ(*store.Get("job/addr/0", Soon()), "10.0.0.5:1234");
+  EXPECT_EQ(*store.Add("count", 2, Soon()), 2);
+  EXPECT_EQ(*store.CompareAndSet("count", "2", "3", Soon()), "3");
+  std::vector<std::string> keys = {"job/addr/0", "job/addr/1", "count"};
+  EXPECT_TRUE(store.Wait(keys, Soon()).ok());
+
+  const std::string file0 = dir + "/k." + FileStoreKeyFileName("job/addr/0");
+  const std::string file1 = dir + "/k." + FileStoreKeyFileName("job/addr/1");
+  auto signed1 = base::ReadFile(file1);
+  ASSERT_TRUE(signed1.ok());
+  EXPECT_TRUE(signed1->starts_with("railyard-signed hmac-sha256 ")) << *signed1;
+
+  auto expect_refused = [&](const Status& st, std::string_view why) {
+    EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << why << ": " << st.ToString();
+    EXPECT_TRUE(Contains(st.message(), "'job/addr/0'")) << why << ": " << st.message();
+    EXPECT_TRUE(Contains(st.message(), file0)) << why << ": " << st.message();
+  };
+  std::vector<std::string> one = {"job/addr/0"};
+  struct Forgery {
+    std::string what;
+    std::string contents;
+  };
+  std::vector<Forgery> forgeries = {
+      {"unsigned", "6.6.6.6:1"},
+      {"made-up signature", "railyard-signed hmac-sha256 " + std::string(64, '0') + "\n6.6.6.6:1"},
+      {"moved from another key", *signed1},
+  };
+  // Signed with another secret, by a store on the same directory.
+  {
+    auto other = OpenFileStore(tmp_.Sub("other"), "another-secret");
+    ASSERT_TRUE(other.ok());
+    ASSERT_TRUE((*other)->Set("job/addr/0", "6.6.6.6:1", Soon()).ok());
+    auto contents = base::ReadFile(tmp_.Sub("other") + "/k." + FileStoreKeyFileName("job/addr/0"));
+    ASSERT_TRUE(contents.ok());
+    forgeries.push_back({"another secret", *contents});
+  }
+  for (const auto& f : forgeries) {
+    ASSERT_TRUE(base::WriteFileAtomic(file0, f.contents).ok());
+    expect_refused(store.Get("job/addr/0", Soon()).status(), f.what + ", Get");
+    expect_refused(store.Wait(one, Soon()), f.what + ", Wait");
+    expect_refused(store.CompareAndSet("job/addr/0", "", "x", Soon()).status(), f.what + ", CAS");
+  }
+  // A store without the secret cannot tell, which is why bootstrap always passes it.
+  auto plain = OpenFileStore(dir);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(*(*plain)->Get("job/addr/0", Soon()), forgeries.back().contents);
+}
+
+// Files the store creates are owner-only whatever the umask, and so is a directory it
+// creates; the process umask is cleared for the test so that a default mode would show.
+TEST_F(FileStoreTest, FilesAndDirectoryAreOwnerOnly) {
+  mode_t old_umask = ::umask(0);
+  std::string dir = tmp_.Sub("private/rdzv");
+  auto opened = OpenFileStore(dir, "job-secret");
+  Status set =
+      opened.ok() ? (*opened)->Set("job/addr/0", "10.0.0.5:1234", Soon()) : opened.status();
+  Status added = opened.ok() ? (*opened)->Add("n", 1, Soon()).status() : opened.status();
+  ::umask(old_umask);
+  ASSERT_TRUE(set.ok()) << set.ToString();
+  ASSERT_TRUE(added.ok()) << added.ToString();
+  auto mode = [](const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 ? static_cast<int>(st.st_mode & 0777) : -1;
+  };
+  EXPECT_EQ(mode(dir), 0700);
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(mode(e.path().string()), 0600) << e.path();
+    ++files;
+  }
+  EXPECT_EQ(files, 4);  // two values, two lock files
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "railyard/base/files.h"
 #include "railyard/base/hmac.h"
 #include "railyard/base/logging.h"
+#include "railyard/net/handshake.h"
 
 namespace railyard::net {
 namespace {
@@ -32,23 +33,19 @@ const base::Logger kLog("store");
 
 // ---- Wire format -------------------------------------------------------------------------
 //
-// Greeting (server -> client): "RYST", version (u32), 16-byte nonce.
-// Proof (client -> server):    HmacSha256(secret, "railyard-store" + nonce), 32 bytes.
-// Verdict (server -> client):  one byte, 1 accepted, 0 refused (then the server closes).
-// Then frames both ways: u32 body length, body = u8 op, i64 num, u32 field count, and each
+// First the secret handshake of net/handshake.h, proven both ways (no context bytes), then
+// frames both ways: u32 body length, body = u8 op, i64 num, u32 field count, and each
 // field as u32 length + bytes. All integers big-endian. One request is answered before the
 // next is read, so a connection never has more than one request in flight.
 
-constexpr char kMagic[4] = {'R', 'Y', 'S', 'T'};
-constexpr uint32_t kVersion = 1;
-constexpr size_t kNonceBytes = 16;
-constexpr size_t kGreetingBytes = sizeof(kMagic) + 4 + kNonceBytes;
-constexpr size_t kProofBytes = 32;
-constexpr std::string_view kProofContext = "railyard-store";
+constexpr HandshakeProtocol kStoreHandshake = {.magic = 0x52595354,  // "RYST"
+                                               .version = 2,
+                                               .domain = "railyard-store",
+                                               .acceptor = "Railyard's store",
+                                               .context_bytes = 0};
 // The largest legal body: CompareAndSet's key and two values plus the fixed fields.
 constexpr size_t kMaxFrameBytes = kMaxStoreKeyBytes + 2 * kMaxStoreValueBytes + 64;
 constexpr size_t kMaxWaitKeys = 1 << 16;
-constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
 constexpr int64_t kMaxParkMs = int64_t{30} * 24 * 3600 * 1000;
 
 enum Op : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kCas = 4, kWait = 5 };
@@ -147,11 +144,6 @@ Status ValidateRequest(const Message& m) {
   return Status::Ok();
 }
 
-std::string Proof(std::string_view secret, std::string_view nonce) {
-  base::Sha256Digest d = base::HmacSha256(secret, std::string(kProofContext) + std::string(nonce));
-  return std::string(reinterpret_cast<const char*>(d.data()), d.size());
-}
-
 std::string SockaddrText(const sockaddr_in& a) {
   char buf[INET_ADDRSTRLEN] = {};
   ::inet_ntop(AF_INET, &a.sin_addr, buf, sizeof(buf));
@@ -185,10 +177,12 @@ constexpr uint64_t kListenId = 0;
 constexpr uint64_t kWakeId = 1;
 
 struct Conn {
+  Conn(uint64_t id, std::string_view secret) : id(id), handshake(kStoreHandshake, secret) {}
   uint64_t id = 0;
   base::UniqueFd fd;
   std::string peer;  // "ip:port", for every log line about this client
-  std::string nonce;
+  Handshake handshake;
+  bool challenged = false;  // its hello was answered; its proof is awaited
   bool authed = false;
   bool broken = false;  // a send failed; closed at the next safe point
   std::string in;
@@ -197,7 +191,7 @@ struct Conn {
   bool parked = false;
   Message request;                                    // the parked Get/Wait
   std::string waiting_on;                             // the key it is registered under
-  base::Deadline deadline = base::Deadline::Never();  // handshake or parked request
+  base::Deadline deadline = base::Deadline::Never();  // the parked request's
   uint32_t events = 0;                                // the epoll mask in force
 };
 
@@ -226,6 +220,7 @@ class TcpStoreServerImpl final : public TcpStoreServer {
   int port() const override { return port_; }
   std::string address() const override { return fmt::format("{}:{}", ip_, port_); }
   size_t ParkedRequestsForTest() const override { return parked_count_.load(); }
+  size_t PendingHandshakesForTest() const override { return pending_count_.load(); }
   Status health() const override {
     std::lock_guard lock(error_mu_);
     return bg_error_;
@@ -237,7 +232,8 @@ class TcpStoreServerImpl final : public TcpStoreServer {
   void HandleEvents(Conn& c, uint32_t events);
   void ReadSome(Conn& c);
   void Process(Conn& c);
-  bool CheckProof(Conn& c);
+  // Drives the handshake with buffered bytes; false when it needs more or the client failed.
+  bool Authenticate(Conn& c);
   void Execute(Conn& c, Message m);
   bool TryComplete(Conn& c);  // a parked request: answers it when its keys are all set
   void Notify(const std::string& key);
@@ -268,12 +264,15 @@ class TcpStoreServerImpl final : public TcpStoreServer {
   mutable std::mutex error_mu_;
   Status bg_error_;
   std::atomic<size_t> parked_count_{0};
+  std::atomic<size_t> pending_count_{0};
 
   // Owned by the serving thread.
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
   std::map<std::string, std::string> values_;
   std::unordered_map<std::string, std::vector<uint64_t>> waiters_;
   std::vector<uint64_t> resume_;  // connections whose parked request completed
+  PendingHandshakes pending_;     // connections that have not proven the secret yet
+  bool warned_full_ = false;
   uint64_t next_id_ = 2;
   base::Deadline accept_paused_until_ = base::Deadline::Never();
   bool accept_paused_ = false;
@@ -333,17 +332,24 @@ void TcpStoreServerImpl::AcceptAll() {
       accept_paused_until_ = base::Deadline::After(std::chrono::milliseconds(100));
       return;
     }
-    auto c = std::make_unique<Conn>();
-    c->id = next_id_++;
+    auto c = std::make_unique<Conn>(next_id_++, secret_);
     c->fd = base::UniqueFd(fd);
     c->peer = SockaddrText(peer);
-    c->nonce = base::RandomBytes(kNonceBytes);
-    c->deadline = base::Deadline::After(kHandshakeTimeout);
     SetNoDelay(fd);
-    std::string greeting(kMagic, sizeof(kMagic));
-    PutU32(greeting, kVersion);
-    greeting += c->nonce;
     kLog.Debug("tcp store {}: client {} connected", address(), c->peer);
+    if (std::optional<uint64_t> victim = pending_.Add(c->id)) {
+      auto it = conns_.find(*victim);
+      if (it != conns_.end()) {
+        // Said once per server: under a flood of connects a line per drop would be a flood too.
+        kLog.Log(warned_full_ ? base::LogLevel::kDebug : base::LogLevel::kWarn,
+                 "tcp store {}: {} connections are inside the handshake; dropping {} to admit {} "
+                 "(a flood of connections that never authenticate?)",
+                 address(), kMaxPendingHandshakes, it->second->peer, c->peer);
+        warned_full_ = true;
+      }
+      Close(*victim);
+    }
+    pending_count_ = pending_.size();
     Conn& ref = *c;
     conns_[ref.id] = std::move(c);
     epoll_event ev{};
@@ -356,13 +362,8 @@ void TcpStoreServerImpl::AcceptAll() {
       continue;
     }
     ref.events = ev.events;
-    ref.out = std::move(greeting);
-    Flush(ref);
-    if (ref.broken) {
-      Close(ref.id);
-    } else {
-      UpdateInterest(ref);
-    }
+    // A client that waited in the backlog has its hello queued already: answer it now.
+    HandleEvents(ref, EPOLLIN);
   }
 }
 
@@ -393,9 +394,11 @@ void TcpStoreServerImpl::HandleEvents(Conn& c, uint32_t events) {
 }
 
 void TcpStoreServerImpl::ReadSome(Conn& c) {
-  // Before authentication only the proof is read: nothing else from an unknown peer.
+  // Before authentication only the handshake's next message is read: nothing else from an
+  // unknown peer.
   char buf[64 * 1024];
-  size_t want = c.authed ? sizeof(buf) : kProofBytes - c.in.size();
+  size_t step = c.challenged ? kAnswerBytes : c.handshake.hello_bytes();
+  size_t want = c.authed ? sizeof(buf) : step - std::min(step, c.in.size());
   if (want == 0) return;
   ssize_t n = ::recv(c.fd.get(), buf, want, 0);
   if (n > 0) {
@@ -403,14 +406,22 @@ void TcpStoreServerImpl::ReadSome(Conn& c) {
     return;
   }
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-  kLog.Debug("tcp store {}: client {} disconnected", address(), c.peer);
+  if (c.challenged && !c.authed) {
+    // It heard the store's proof and went away: a client with another secret does that.
+    kLog.Warn(
+        "tcp store {}: client {} left after the store proved itself, without proving "
+        "the job secret (a different RAILYARD_JOB_SECRET?)",
+        address(), c.peer);
+  } else {
+    kLog.Debug("tcp store {}: client {} disconnected", address(), c.peer);
+  }
   c.broken = true;
 }
 
 void TcpStoreServerImpl::Process(Conn& c) {
   while (!c.broken && !c.parked && c.out.empty()) {
     if (!c.authed) {
-      if (c.in.size() < kProofBytes || !CheckProof(c)) return;
+      if (!Authenticate(c)) return;
       continue;
     }
     if (c.in.size() < 4) return;
@@ -431,22 +442,37 @@ void TcpStoreServerImpl::Process(Conn& c) {
   }
 }
 
-bool TcpStoreServerImpl::CheckProof(Conn& c) {
-  std::string_view proof = std::string_view(c.in).substr(0, kProofBytes);
-  if (!base::ConstantTimeEqual(proof, Proof(secret_, c.nonce))) {
-    kLog.Warn("tcp store {}: refused client {}: wrong job secret (or not a railyard client)",
-              address(), c.peer);
-    char verdict = 0;
-    // Best effort: the socket buffer is empty, so this one byte fits; we close regardless.
-    (void)::send(c.fd.get(), &verdict, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+bool TcpStoreServerImpl::Authenticate(Conn& c) {
+  if (!c.challenged) {
+    if (c.in.size() < c.handshake.hello_bytes()) return false;
+    Result<std::string> challenge = c.handshake.AcceptorChallenge(
+        std::string_view(c.in).substr(0, c.handshake.hello_bytes()), "client " + c.peer);
+    if (!challenge.ok()) {
+      kLog.Warn("tcp store {}: refused: {}", address(), challenge.status().message());
+      c.broken = true;
+      return false;
+    }
+    c.in.erase(0, c.handshake.hello_bytes());
+    c.challenged = true;
+    pending_.HelloReceived(c.id);
+    c.out = std::move(challenge).value();
+    c.out_sent = 0;
+    Flush(c);
+    return true;
+  }
+  if (c.in.size() < kAnswerBytes) return false;
+  if (!c.handshake.AcceptorCheck(std::string_view(c.in).substr(0, kAnswerBytes))) {
+    kLog.Warn(
+        "tcp store {}: refused client {}: its answer does not prove the job secret (not a "
+        "railyard client)",
+        address(), c.peer);
     c.broken = true;
     return false;
   }
-  c.in.erase(0, kProofBytes);
+  c.in.erase(0, kAnswerBytes);
   c.authed = true;
-  c.deadline = base::Deadline::Never();
-  c.out.assign(1, '\1');
-  Flush(c);
+  pending_.Remove(c.id);
+  pending_count_ = pending_.size();
   return true;
 }
 
@@ -592,6 +618,10 @@ void TcpStoreServerImpl::Close(uint64_t id) {
   auto it = conns_.find(id);
   if (it == conns_.end()) return;
   Unpark(*it->second);
+  if (!it->second->authed) {
+    pending_.Remove(id);
+    pending_count_ = pending_.size();
+  }
   // Closing the descriptor removes it from the epoll set.
   conns_.erase(it);
 }
@@ -607,18 +637,20 @@ void TcpStoreServerImpl::ExpireTimers() {
       accept_paused_until_ = base::Deadline::After(std::chrono::milliseconds(100));
     }
   }
+  for (uint64_t id : pending_.TakeExpired()) {
+    auto it = conns_.find(id);
+    if (it == conns_.end()) continue;
+    kLog.Info("tcp store {}: closing {}: handshake not finished within {} s", address(),
+              it->second->peer, kHandshakeTimeout.count());
+    Close(id);
+  }
+  pending_count_ = pending_.size();
   std::vector<uint64_t> expired;
   for (const auto& [id, c] : conns_) {
-    if (c->deadline.Expired()) expired.push_back(id);
+    if (c->parked && c->deadline.Expired()) expired.push_back(id);
   }
   for (uint64_t id : expired) {
     Conn& c = *conns_[id];
-    if (!c.authed) {
-      kLog.Info("tcp store {}: closing {}: no proof within {} s", address(), c.peer,
-                kHandshakeTimeout.count());
-      Close(id);
-      continue;
-    }
     Message reply;
     reply.op = kTimeout;
     for (const auto& k : c.request.fields) {
@@ -632,6 +664,7 @@ void TcpStoreServerImpl::ExpireTimers() {
 
 int TcpStoreServerImpl::NextTimeoutMs() const {
   base::Deadline next = accept_paused_ ? accept_paused_until_ : base::Deadline::Never();
+  next = base::Deadline::Earliest(next, pending_.NextDeadline());
   for (const auto& [id, c] : conns_) next = base::Deadline::Earliest(next, c->deadline);
   return next.PollTimeoutMs();
 }
@@ -688,7 +721,9 @@ class TcpStoreClient final : public Store {
 
   // Opens and authenticates one connection, retrying refusals until the deadline.
   Result<base::UniqueFd> Connect(base::Deadline deadline);
-  Result<base::UniqueFd> Handshake(base::UniqueFd fd, base::Deadline deadline);
+  // Proves the secret both ways on a connected socket. `dropped` is set when the store
+  // closed the connection before proving itself (worth retrying).
+  Result<base::UniqueFd> Handshake(base::UniqueFd fd, base::Deadline deadline, bool* dropped);
   void ReturnIdle(base::UniqueFd fd) {
     std::lock_guard lock(mu_);
     if (idle_.size() < kMaxIdle) idle_.push_back(std::move(fd));
@@ -749,8 +784,23 @@ class TcpStoreClient final : public Store {
     }
     std::string timeout = fmt::format("{}: keys not all set before the deadline: {}", Describe(),
                                       fmt::join(keys, ", "));
-    RY_ASSIGN_OR_RETURN(Message r,
-                        Call(m, fmt::format("Wait for {} keys", keys.size()), deadline, timeout));
+    const std::string what = fmt::format("Wait for {} keys", keys.size());
+    Result<Message> answer = Call(m, what, deadline, timeout);
+    if (!answer.ok() && answer.status().message() == timeout) {
+      // The server's list did not arrive by our deadline (under load its reply, due a little
+      // before it, can be late). Ask once more with a server timeout of zero: it answers at
+      // once with the keys unset now. Keys are never unset, so each of those was unset at the
+      // deadline too; naming all of them instead would blame ranks that had published.
+      Message now{kWait, 0, m.fields};
+      Result<Message> recheck = Call(now, what, base::Deadline::After(kRecheckBound), timeout);
+      if (recheck.ok() && recheck->op == kOk) {
+        return DeadlineExceeded("{}: keys not all set before the deadline, all set just after: {}",
+                                Describe(), fmt::join(keys, ", "));
+      }
+      if (recheck.ok()) answer = std::move(recheck);
+    }
+    RY_RETURN_IF_ERROR(answer.status());
+    Message& r = *answer;
     if (r.op == kOk) return Status::Ok();
     if (r.op == kTimeout) {
       // The server's own list, sent just before the deadline: reliable.
@@ -765,6 +815,8 @@ class TcpStoreClient final : public Store {
 
  private:
   static constexpr size_t kMaxIdle = 8;
+  // How long a Wait that missed its deadline spends asking which keys are still unset.
+  static constexpr auto kRecheckBound = std::chrono::milliseconds(500);
 
   Status CheckKey(std::string_view key) const {
     if (key.size() <= kMaxStoreKeyBytes) return Status::Ok();
@@ -821,24 +873,33 @@ Result<base::UniqueFd> TcpStoreClient::Connect(base::Deadline deadline) {
         if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
       }
     }
-    if (err == 0) return Handshake(std::move(fd), deadline);
-    Status last = ErrnoStatus(err, "connect");
-    bool transient = err == ECONNREFUSED || err == ECONNRESET || err == ETIMEDOUT ||
-                     err == EHOSTUNREACH || err == ENETUNREACH || err == EAGAIN;
-    if (!transient) return Unavailable("{}: cannot connect: {}", Describe(), last.message());
+    Status last;
+    if (err == 0) {
+      bool dropped = false;
+      Result<base::UniqueFd> authed = Handshake(std::move(fd), deadline, &dropped);
+      if (authed.ok() || !dropped) return authed;
+      last = authed.status();
+    } else {
+      last = ErrnoStatus(err, "connect");
+      bool transient = err == ECONNREFUSED || err == ECONNRESET || err == ETIMEDOUT ||
+                       err == EHOSTUNREACH || err == ENETUNREACH || err == EAGAIN;
+      if (!transient) return Unavailable("{}: cannot connect: {}", Describe(), last.message());
+    }
     if (deadline.Expired()) {
       return DeadlineExceeded(
           "{}: not reachable before the deadline (last: {}); is the store running and the "
           "address right?",
           Describe(), last.message());
     }
-    // Ranks usually start before the store is listening: retry, gently.
+    // Ranks usually start before the store is listening, and a store flooded with
+    // connections drops some before their handshake: retry, gently.
     std::this_thread::sleep_for(std::min<base::Duration>(backoff, deadline.Remaining()));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(200));
   }
 }
 
-Result<base::UniqueFd> TcpStoreClient::Handshake(base::UniqueFd fd, base::Deadline deadline) {
+Result<base::UniqueFd> TcpStoreClient::Handshake(base::UniqueFd fd, base::Deadline deadline,
+                                                 bool* dropped) {
   auto fail = [&](const Status& s, std::string_view step) -> Status {
     if (s.code() == StatusCode::kDeadlineExceeded) {
       return DeadlineExceeded(
@@ -848,27 +909,25 @@ Result<base::UniqueFd> TcpStoreClient::Handshake(base::UniqueFd fd, base::Deadli
     }
     return Status(s.code(), fmt::format("{}: during the handshake: {}", Describe(), s.message()));
   };
-  char greeting[kGreetingBytes];
-  Status s = RecvExact(fd.get(), greeting, sizeof(greeting), deadline);
-  if (!s.ok()) return fail(s, "greeting");
-  std::string_view g(greeting, sizeof(greeting));
-  if (g.substr(0, sizeof(kMagic)) != std::string_view(kMagic, sizeof(kMagic))) {
-    return Unavailable("{}: the server there is not a railyard tcp store (bad greeting)",
-                       Describe());
+  net::Handshake handshake(kStoreHandshake, secret_);
+  Status s = SendAll(fd.get(), handshake.ConnectorHello(""), deadline);
+  if (!s.ok()) {
+    *dropped = s.code() == StatusCode::kUnavailable;
+    return fail(s, "hello sent");
   }
-  uint64_t version = GetBig(g.substr(sizeof(kMagic)), 4);
-  if (version != kVersion) {
-    return FailedPrecondition("{} speaks protocol version {}, this client speaks {}", Describe(),
-                              version, kVersion);
+  char challenge[kChallengeBytes];
+  s = RecvExact(fd.get(), challenge, sizeof(challenge), deadline);
+  if (!s.ok()) {
+    // Closed before its proof: the store dropped this connection (too many handshakes at
+    // once, or it is restarting). A store that refuses a client never gets that far.
+    *dropped = s.code() == StatusCode::kUnavailable;
+    return fail(s, "proof from the store");
   }
-  s = SendAll(fd.get(), Proof(secret_, g.substr(sizeof(kMagic) + 4)), deadline);
-  if (!s.ok()) return fail(s, "proof sent");
-  char verdict = 0;
-  s = RecvExact(fd.get(), &verdict, 1, deadline);
-  if (!s.ok() && s.code() != StatusCode::kUnavailable) return fail(s, "verdict");
-  if (!s.ok() || verdict != 1) {
-    return PermissionDenied("{} refused the job secret", Describe());
-  }
+  RY_ASSIGN_OR_RETURN(
+      std::string answer,
+      handshake.ConnectorAnswer(std::string_view(challenge, sizeof(challenge)), Describe()));
+  s = SendAll(fd.get(), answer, deadline);
+  if (!s.ok()) return fail(s, "answer sent");
   return fd;
 }
 

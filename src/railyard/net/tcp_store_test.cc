@@ -20,6 +20,7 @@
 #include "railyard/base/files.h"
 #include "railyard/base/hmac.h"
 #include "railyard/base/logging.h"
+#include "railyard/net/handshake.h"
 #include "railyard/net/transport_testing.h"
 
 namespace railyard::net {
@@ -30,6 +31,12 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 constexpr std::string_view kSecret = "job-secret-0123456789";
+// The store's side of net/handshake.h, spelled out here so the test also pins the wire.
+constexpr HandshakeProtocol kStoreProtocol = {.magic = 0x52595354,
+                                              .version = 2,
+                                              .domain = "railyard-store",
+                                              .acceptor = "Railyard's store",
+                                              .context_bytes = 0};
 
 Deadline Soon() { return Deadline::After(seconds(20)); }
 
@@ -89,13 +96,15 @@ class RawClient {
     ASSERT_EQ(::send(fd_.get(), data.data(), data.size(), MSG_NOSIGNAL),
               static_cast<ssize_t>(data.size()));
   }
-  // Reads the greeting and answers with the right proof; returns the verdict byte.
-  std::string Authenticate(std::string_view secret) {
-    std::string greeting = Read(24);
-    if (greeting.size() != 24) return "";
-    auto d = base::HmacSha256(secret, "railyard-store" + greeting.substr(8));
-    Write(std::string_view(reinterpret_cast<const char*>(d.data()), d.size()));
-    return Read(1);
+  // Runs the client's side of the handshake; the store's verdict on its secret.
+  Status Authenticate(std::string_view secret) {
+    Handshake h(kStoreProtocol, secret);
+    Write(h.ConnectorHello(""));
+    std::string challenge = Read(kChallengeBytes);
+    if (challenge.size() != kChallengeBytes) return Unavailable("no challenge");
+    RY_ASSIGN_OR_RETURN(std::string answer, h.ConnectorAnswer(challenge, "store"));
+    Write(answer);
+    return Status::Ok();
   }
   // True when the server closed the connection (EOF or reset) before the deadline.
   bool ClosedByServer() {
@@ -175,10 +184,18 @@ TEST_F(TcpStoreTest, ThreadsShareClientsAtomically) {
   std::vector<Status> errors(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      // Half the threads share one client; the others each have their own.
-      std::unique_ptr<Store> own = t % 2 ? Connect() : nullptr;
+      // Half the threads share one client; the others each have their own (a thread whose
+      // own client cannot connect fails, rather than quietly using the shared one).
+      std::unique_ptr<Store> own;
+      if (t % 2) {
+        auto c = ConnectTcpStore(server_->address(), kSecret, Soon());
+        if (!c.ok()) {
+          errors[t] = c.status();
+          return;
+        }
+        own = std::move(c).value();
+      }
       Store* store = own ? own.get() : shared.get();
-      if (store == nullptr) return;
       for (int i = 0; i < kAdds; ++i) {
         auto r = store->Add("adds", 1, Soon());
         if (!r.ok()) errors[t] = r.status();
@@ -329,21 +346,101 @@ TEST(TcpStoreConnectTest, ClientStartedBeforeServerConnectsWhenItComesUp) {
   EXPECT_TRUE((*client)->Set("k", "v", Soon()).ok());
 }
 
-TEST_F(TcpStoreTest, WrongSecretIsRefusedAndLogged) {
+// A client with another secret finds that the store cannot prove it, sends nothing more, and
+// the store logs the client that left; a raw peer that answers with a forged proof is
+// refused and logged by address.
+TEST_F(TcpStoreTest, WrongSecretIsRefusedBothWaysAndLogged) {
   LogCapture logs;
   auto r = ConnectTcpStore(server_->address(), "not-the-secret", Soon());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied);
-  EXPECT_EQ(r.status().message(), "tcp store " + server_->address() + " refused the job secret");
-  EXPECT_TRUE(Contains(logs.Lines(), "refused client 127.0.0.1:")) << logs.Lines();
-  // A raw peer that sends garbage instead of a proof gets the same treatment.
+  EXPECT_EQ(r.status().message(), "tcp store " + server_->address() +
+                                      " did not prove the job secret: wrong RAILYARD_JOB_SECRET, "
+                                      "or not Railyard's store; nothing was sent to it");
   RawClient raw(server_->port());
   ASSERT_TRUE(raw.connected());
-  ASSERT_EQ(raw.Read(24).size(), 24u);
-  raw.Write(base::RandomBytes(32));
-  EXPECT_EQ(raw.Read(1), std::string(1, '\0'));
+  Handshake h(kStoreProtocol, kSecret);
+  raw.Write(h.ConnectorHello(""));
+  ASSERT_EQ(raw.Read(kChallengeBytes).size(), kChallengeBytes);
+  raw.Write(base::RandomBytes(kAnswerBytes));
   EXPECT_TRUE(raw.ClosedByServer());
-  EXPECT_TRUE(Contains(logs.Lines(), raw.local())) << logs.Lines();
+  // The log sink is called from the server thread: wait for the line, with a deadline.
+  Deadline d = Soon();
+  while (!(Contains(logs.Lines(), "refused client " + raw.local()) &&
+           Contains(logs.Lines(), "without proving the job secret")) &&
+         !d.Expired()) {
+    std::this_thread::yield();
+  }
+  EXPECT_TRUE(Contains(logs.Lines(), "refused client " + raw.local())) << logs.Lines();
+  EXPECT_TRUE(Contains(logs.Lines(), "without proving the job secret")) << logs.Lines();
+  EXPECT_EQ(server_->PendingHandshakesForTest(), 0u);
+}
+
+// A server on the store's port that answers the hello with a made-up proof (it does not
+// know the secret): the client refuses it, names it, and never sends its answer or a key.
+TEST(TcpStoreConnectTest, ClientRefusesAStoreThatCannotProveTheSecret) {
+  base::UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(::listen(listener.get(), 4), 0);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&a), &len), 0);
+  std::string address = "127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  std::string after_challenge;  // whatever the client sends once it got the fake proof
+  std::thread fake([&] {
+    base::UniqueFd c(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!c.valid()) return;
+    std::string hello(kHelloHeaderBytes, '\0');
+    if (::recv(c.get(), hello.data(), hello.size(), MSG_WAITALL) !=
+        static_cast<ssize_t>(hello.size())) {
+      return;
+    }
+    std::string challenge = base::RandomBytes(kChallengeBytes);
+    (void)!::send(c.get(), challenge.data(), challenge.size(), MSG_NOSIGNAL);
+    char buf[256];
+    timeval tv{10, 0};
+    ::setsockopt(c.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    for (;;) {  // until the client closes (or 10 s pass)
+      ssize_t n = ::recv(c.get(), buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      after_challenge.append(buf, static_cast<size_t>(n));
+    }
+  });
+  auto r = ConnectTcpStore(address, kSecret, Soon());
+  fake.join();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << r.status().ToString();
+  EXPECT_TRUE(Contains(r.status().message(), "tcp store " + address +
+                                                 " did not prove the job "
+                                                 "secret"))
+      << r.status().message();
+  EXPECT_EQ(after_challenge, "") << "the client sent bytes to a store that failed its proof";
+}
+
+// Hundreds of connections that never speak: at most kMaxPendingHandshakes are held, the
+// rest are dropped oldest-idle first, a real client still gets in, and idle ones left over
+// are closed at the handshake deadline.
+TEST_F(TcpStoreTest, IdleConnectionFloodIsCappedAndExpires) {
+  constexpr size_t kIdle = 3 * kMaxPendingHandshakes;
+  std::vector<std::unique_ptr<RawClient>> idle;
+  for (size_t i = 0; i < kIdle; ++i) {
+    idle.push_back(std::make_unique<RawClient>(server_->port()));
+    ASSERT_TRUE(idle.back()->connected()) << i;
+  }
+  auto store = Connect();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->Set("k", "v", Soon()).ok());
+  EXPECT_EQ(*store->Get("k", Soon()), "v");
+  EXPECT_LE(server_->PendingHandshakesForTest(), kMaxPendingHandshakes);
+  // Every idle connection is closed by the server: dropped for a newer one, or at the
+  // deadline (kHandshakeTimeout) for the last ones. ClosedByServer waits up to 20 s.
+  size_t closed = 0;
+  for (auto& c : idle) closed += c->ClosedByServer() ? 1 : 0;
+  EXPECT_EQ(closed, kIdle);
+  EXPECT_EQ(server_->PendingHandshakesForTest(), 0u);
+  EXPECT_EQ(*store->Get("k", Soon()), "v");  // the authenticated client is untouched
 }
 
 TEST_F(TcpStoreTest, OversizedAndGarbageFramesCloseOnlyThatConnection) {
@@ -353,21 +450,21 @@ TEST_F(TcpStoreTest, OversizedAndGarbageFramesCloseOnlyThatConnection) {
   ASSERT_TRUE(good->Set("k", "v", Soon()).ok());
 
   RawClient huge(server_->port());
-  ASSERT_EQ(huge.Authenticate(kSecret), std::string(1, '\1'));
+  ASSERT_TRUE(huge.Authenticate(kSecret).ok());
   huge.Write(BigEndian32(0xffffffff));  // claims 4 GiB: must not be allocated
   EXPECT_TRUE(huge.ClosedByServer());
   EXPECT_TRUE(Contains(logs.Lines(), huge.local())) << logs.Lines();
   EXPECT_TRUE(Contains(logs.Lines(), "4294967295 bytes")) << logs.Lines();
 
   RawClient lying(server_->port());  // a frame whose field count is a lie
-  ASSERT_EQ(lying.Authenticate(kSecret), std::string(1, '\1'));
+  ASSERT_TRUE(lying.Authenticate(kSecret).ok());
   std::string body = std::string(1, '\2') + std::string(8, '\0') + BigEndian32(1000000) + "xy";
   lying.Write(BigEndian32(static_cast<uint32_t>(body.size())) + body);
   EXPECT_TRUE(lying.ClosedByServer());
   EXPECT_TRUE(Contains(logs.Lines(), lying.local())) << logs.Lines();
 
   RawClient noise(server_->port());
-  ASSERT_EQ(noise.Authenticate(kSecret), std::string(1, '\1'));
+  ASSERT_TRUE(noise.Authenticate(kSecret).ok());
   std::mt19937 rng(42);  // fixed seed: the same garbage every run
   std::string junk(4096, '\0');
   for (char& c : junk) c = static_cast<char>(rng());
@@ -376,7 +473,7 @@ TEST_F(TcpStoreTest, OversizedAndGarbageFramesCloseOnlyThatConnection) {
   EXPECT_TRUE(noise.ClosedByServer());
 
   RawClient unknown_op(server_->port());
-  ASSERT_EQ(unknown_op.Authenticate(kSecret), std::string(1, '\1'));
+  ASSERT_TRUE(unknown_op.Authenticate(kSecret).ok());
   body = std::string(1, '\x7f') + std::string(8, '\0') + BigEndian32(0);
   unknown_op.Write(BigEndian32(static_cast<uint32_t>(body.size())) + body);
   EXPECT_TRUE(unknown_op.ClosedByServer());

@@ -1,9 +1,11 @@
 // tcp backend: see tcp_transport.h for the model.
 //
-// Wire, per connection (host byte order; the magic catches a mismatched peer):
-//   acceptor -> connector  Greeting {magic, version, nonce[16]}
-//   connector -> acceptor  Hello {magic, version, rank, stream, streams, proof[32]}
-//   connector -> acceptor  frames: FrameHeader + payload, until close.
+// Wire, per connection:
+//   the secret handshake of net/handshake.h, proven both ways; its context is HelloContext
+//     (which rank connects to which, on which stream), so a proof holds for one pair only
+//   connector -> acceptor  frames: FrameHeader + payload (host byte order), until close.
+// The connector sends no frame before the acceptor has proven the secret, so a listener
+// that is not the rank it expects (a stale or forged address) never receives its data.
 //
 // Matching. Message m from a peer is split into chunks; chunk 0 always travels on stream 0,
 // other chunks on streams 1..k-1. Stream 0 therefore announces messages in send order, and
@@ -11,34 +13,37 @@
 // whatever the streams' relative speeds. A chunk that arrives on stream s > 0 before its
 // message was announced "parks" its stream (no reads) until stream 0 catches up; stream 0
 // never parks (an announced message without a posted receive is read into a buffer of its
-// own), so parking cannot deadlock.
+// own), so parking cannot deadlock. Those buffers hold at most kMaxUnexpectedBytes in all:
+// a peer that announces more fails with an error naming it, before anything is allocated.
 #include "railyard/net/tcp/tcp_transport.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sched.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <atomic>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 #include "railyard/base/files.h"
 #include "railyard/base/hmac.h"
 #include "railyard/base/logging.h"
 #include "railyard/net/buffer_pool.h"
+#include "railyard/net/handshake.h"
 #include "railyard/net/interfaces.h"
 #include "railyard/net/peer_directory.h"
 #include "railyard/net/spin_budget.h"
@@ -49,10 +54,13 @@ namespace {
 
 const base::Logger kLog("net");
 
-constexpr uint32_t kMagic = 0x31545952;  // "RYT1"
-constexpr uint32_t kVersion = 1;
-constexpr size_t kNonceBytes = 16;
 constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 44;
+// Messages that arrive before their receive is posted wait in buffers of their own; this is
+// the most those may hold at once, so that a peer (buggy or hostile, but knowing the secret)
+// cannot make a rank allocate what it announces. The collectives post receives ahead and
+// send in pieces of at most a few MiB; only point-to-point messages of this size sent well
+// ahead of their receive come near it.
+constexpr uint64_t kMaxUnexpectedBytes = uint64_t{1} << 30;
 constexpr uint64_t kMaxControlBytes = 64 << 10;
 // Messages at least this long are split across streams, in chunks no smaller than this.
 constexpr size_t kMinChunkBytes = 256 << 10;
@@ -84,20 +92,20 @@ int SpinPolls() {
 
 enum FrameType : uint32_t { kData = 1, kPing = 2, kPong = 3, kAbort = 4, kBye = 5 };
 
-struct Greeting {
-  uint32_t magic;
-  uint32_t version;
-  uint8_t nonce[kNonceBytes];
-};
-struct Hello {
-  uint32_t magic;
-  uint32_t version;
-  int32_t rank;
+// The handshake's context: both proofs cover it.
+struct HelloContext {
+  int32_t from;  // the connecting rank
+  int32_t to;    // the rank it means to reach
   uint32_t stream;
   uint32_t streams;
-  uint32_t reserved;
-  uint8_t proof[32];
 };
+static_assert(sizeof(HelloContext) == 16);
+
+constexpr HandshakeProtocol kTcpHandshake = {.magic = 0x52595432,  // "RYT2"
+                                             .version = 2,
+                                             .domain = "railyard-tcp",
+                                             .acceptor = "a Railyard rank of this job",
+                                             .context_bytes = sizeof(HelloContext)};
 struct FrameHeader {
   uint32_t type;
   uint32_t reserved;
@@ -108,15 +116,6 @@ struct FrameHeader {
   uint64_t length;  // payload bytes following this header
 };
 static_assert(sizeof(FrameHeader) == 48);
-
-std::string HelloProof(const std::string& secret, const uint8_t* nonce, int from, int to,
-                       uint32_t stream) {
-  std::string msg = "railyard-tcp";
-  msg.append(reinterpret_cast<const char*>(nonce), kNonceBytes);
-  msg += fmt::format("/{}/{}/{}", from, to, stream);
-  auto d = base::HmacSha256(secret, msg);
-  return std::string(reinterpret_cast<const char*>(d.data()), d.size());
-}
 
 std::string SockaddrText(const sockaddr_in& a) {
   char ip[INET_ADDRSTRLEN] = {};
@@ -154,10 +153,10 @@ struct Req {
   int peer = -1;
   Tag tag = 0;
   char* buf = nullptr;
-  size_t cap = 0;            // receive: posted length; send: message length
-  size_t received = 0;       // receive: message length once matched
-  int chunks_left = 0;       // send: chunks not yet handed to the kernel
-  uint64_t msg_id = 0;       // receive: the matched message, 0 = unmatched
+  size_t cap = 0;       // receive: posted length; send: message length
+  size_t received = 0;  // receive: message length once matched
+  int chunks_left = 0;  // send: chunks not yet handed to the kernel
+  uint64_t msg_id = 0;  // receive: the matched message, 0 = unmatched
   bool matched = false;
   bool done = false;
   Transport::Consumer consume;  // a consuming receive (PostRecvConsume): `buf` is null
@@ -176,11 +175,10 @@ struct SendChunk {
 
 struct OutStream {
   base::UniqueFd fd;
-  enum State { kIdle, kConnecting, kAwaitGreeting, kReady } state = kIdle;
-  Greeting greeting{};
-  size_t greeting_got = 0;
-  std::string hello;  // pending hello bytes
-  size_t hello_sent = 0;
+  enum State { kIdle, kConnecting, kAwaitChallenge, kReady } state = kIdle;
+  std::optional<Handshake> handshake;
+  char challenge[kChallengeBytes];
+  size_t challenge_got = 0;
   std::deque<SendChunk> queue;
   bool want_out = false;
 };
@@ -193,10 +191,11 @@ struct InMessage {
   uint64_t total = 0;
   uint64_t received = 0;
   char* dst = nullptr;
-  PooledBuffer unexpected;             // when no receive was posted at announcement
-  uint64_t req = 0;                    // bound receive, 0 = none yet
-  bool orphan = false;                 // its receive was abandoned: drop when complete
-  Transport::Consumer consume;         // bound to a consuming receive (no dst, no unexpected)
+  PooledBuffer unexpected;      // when no receive was posted at announcement
+  uint64_t held = 0;            // bytes counted against kMaxUnexpectedBytes
+  uint64_t req = 0;             // bound receive, 0 = none yet
+  bool orphan = false;          // its receive was abandoned: drop when complete
+  Transport::Consumer consume;  // bound to a consuming receive (no dst, no unexpected)
   size_t granule = 1;
 };
 
@@ -204,11 +203,12 @@ struct InStream {
   uint64_t key = 0;  // its epoll key and in_streams_ index
   base::UniqueFd fd;
   std::string remote;  // address, for logs
-  int peer = -1;       // -1 until the Hello proved the secret
+  int peer = -1;       // -1 until the handshake proved the secret
   uint32_t index = 0;
-  uint8_t nonce[kNonceBytes];
-  Hello hello{};
-  size_t hello_got = 0;
+  std::optional<Handshake> handshake;  // until proven
+  std::string handshake_in;            // the hello, then the answer, as they arrive
+  bool challenged = false;
+  HelloContext claim{};
   // Buffered reads.
   std::unique_ptr<char[]> rx;
   size_t rx_begin = 0, rx_end = 0;
@@ -222,7 +222,7 @@ struct InStream {
   // `joiner` (frames start on 64-byte boundaries, so units never straddle frames).
   InMessage* payload_msg = nullptr;
   UnitJoiner joiner;
-  std::string control;          // control payload
+  std::string control;  // control payload
   bool parked = false;
   bool closed = false;
 };
@@ -232,11 +232,11 @@ struct PeerState {
   sockaddr_in addr{};
   std::vector<OutStream> out;
   uint64_t next_msg_id = 1;
-  std::map<uint64_t, InMessage> messages;   // announced, not complete or not bound
-  std::deque<uint64_t> unbound;             // announced messages without a receive, in order
-  std::deque<uint64_t> waiting_recvs;       // posted receives without a message, in order
-  std::vector<uint64_t> parked;             // streams (keys) waiting for an announcement
-  Status failure;                           // set once: every request with this peer fails
+  std::map<uint64_t, InMessage> messages;  // announced, not complete or not bound
+  std::deque<uint64_t> unbound;            // announced messages without a receive, in order
+  std::deque<uint64_t> waiting_recvs;      // posted receives without a message, in order
+  std::vector<uint64_t> parked;            // streams (keys) waiting for an announcement
+  Status failure;                          // set once: every request with this peer fails
   bool said_bye = false;
   std::string pong_activity;
   uint64_t pong_nonce = 0;
@@ -294,6 +294,15 @@ class TcpTransport final : public Transport {
   // Closes an inbound stream; its peer is failed with `why` (a protocol violation when
   // `violation`, else a lost connection).
   void CloseInStream(InStream& in, const std::string& why, bool violation = false);
+  // The acceptor's side of the handshake on buffered bytes; false when it needs more bytes
+  // or closed the stream.
+  bool AuthenticateInStream(InStream& in);
+  // Closes an unproven inbound stream without blaming a peer (dropped or timed out).
+  void DropPending(uint64_t key, std::string_view why);
+  void ExpirePending();
+  // The connector's side once the acceptor's challenge is in.
+  void AnswerChallenge(int peer, uint32_t stream);
+  void ReleaseUnexpected(InMessage& m);
   void HandleAbortFlag(base::Deadline flush_deadline);
   void Abandon(uint64_t req_id);
   void SetReadInterest(InStream& in, bool want);
@@ -316,7 +325,10 @@ class TcpTransport final : public Transport {
   std::unordered_map<uint64_t, std::unique_ptr<InStream>> in_streams_;
   uint64_t next_in_key_ = 1;
   std::deque<std::pair<uint64_t, std::string>> self_queue_;  // (tag, data) sent to self
-  BufferPool spare_;  // buffers of unexpected messages, for reuse
+  BufferPool spare_;               // buffers of unexpected messages, for reuse
+  uint64_t unexpected_bytes_ = 0;  // held by unexpected messages, at most kMaxUnexpectedBytes
+  PendingHandshakes pending_;      // inbound streams (keys) still inside the handshake
+  bool warned_full_ = false;
   Status failed_;
   std::string activity_ = "idle";
   std::mutex progress_mu_;  // held while a thread drives progress
@@ -351,8 +363,7 @@ TcpTransport::~TcpTransport() {
 
 Status TcpTransport::Listen() {
   if (opt_.size < 1 || opt_.rank < 0 || opt_.rank >= opt_.size) {
-    return InvalidArgument("tcp transport: rank {} is outside world size {}", opt_.rank,
-                           opt_.size);
+    return InvalidArgument("tcp transport: rank {} is outside world size {}", opt_.rank, opt_.size);
   }
   if (opt_.store == nullptr) return InvalidArgument("tcp transport: no rendezvous store");
   if (opt_.streams_per_peer < 1 || opt_.streams_per_peer > 64) {
@@ -367,8 +378,7 @@ Status TcpTransport::Listen() {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   if (inet_pton(AF_INET, iface.ipv4.c_str(), &a.sin_addr) != 1) {
-    return Internal("tcp transport: interface {} has no usable IPv4 '{}'", iface.name,
-                    iface.ipv4);
+    return Internal("tcp transport: interface {} has no usable IPv4 '{}'", iface.name, iface.ipv4);
   }
   if (::bind(listen_fd_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
     return ErrnoStatus(errno, fmt::format("tcp transport: bind {}", iface.ipv4));
@@ -398,8 +408,8 @@ Status TcpTransport::Start(base::Deadline deadline) {
   self.rank = opt_.rank;
   self.address = listen_address_;
   RY_ASSIGN_OR_RETURN(std::vector<PeerInfo> all,
-                      ExchangePeerInfo(*opt_.store, opt_.key_prefix + "/tcp", opt_.rank,
-                                       opt_.size, self, opt_.host, deadline));
+                      ExchangePeerInfo(*opt_.store, opt_.key_prefix + "/tcp", opt_.rank, opt_.size,
+                                       self, opt_.host, deadline));
   for (int r = 0; r < opt_.size; ++r) {
     peers_[r].info = all[r];
     peers_[r].info.job_rank = JobRankOf(opt_, r);
@@ -423,8 +433,7 @@ Status TcpTransport::CheckUsable() const {
 
 Status TcpTransport::CheckPeer(int peer) const {
   if (peer < 0 || peer >= opt_.size) {
-    return InvalidArgument("tcp transport: peer rank {} is outside world size {}", peer,
-                           opt_.size);
+    return InvalidArgument("tcp transport: peer rank {} is outside world size {}", peer, opt_.size);
   }
   if (peers_.empty() || (peer != opt_.rank && peers_[peer].info.rank < 0)) {
     return FailedPrecondition("tcp transport: Start() has not completed");
@@ -505,8 +514,10 @@ Result<Request> TcpTransport::PostSend(int peer, Tag tag, const void* data, size
 Result<Request> TcpTransport::PostRecvConsume(int peer, Tag tag, size_t len, size_t granule,
                                               Consumer consume) {
   if (!std::has_single_bit(granule) || granule > 16 || !consume) {
-    return InvalidArgument("tcp transport: a consuming receive needs a consumer and a granule "
-                           "of 1, 2, 4, 8 or 16 bytes, got {}", granule);
+    return InvalidArgument(
+        "tcp transport: a consuming receive needs a consumer and a granule "
+        "of 1, 2, 4, 8 or 16 bytes, got {}",
+        granule);
   }
   return PostRecvImpl(peer, tag, nullptr, len, granule, std::move(consume));
 }
@@ -531,8 +542,10 @@ Result<Request> TcpTransport::PostRecvImpl(int peer, Tag tag, void* data, size_t
     for (auto it = self_queue_.begin(); it != self_queue_.end(); ++it) {
       if (it->first != tag) continue;
       if (it->second.size() > len) {
-        return DataLoss("tcp transport: rank {} sent itself {} bytes with tag {:#x}, receive "
-                        "posted for {}", peer, it->second.size(), tag, len);
+        return DataLoss(
+            "tcp transport: rank {} sent itself {} bytes with tag {:#x}, receive "
+            "posted for {}",
+            peer, it->second.size(), tag, len);
       }
       DeliverTo(r, it->second.data(), it->second.size());
       r.received = it->second.size();
@@ -582,7 +595,7 @@ void TcpTransport::CompleteRecvIfDone(PeerState& p, uint64_t msg_id) {
   InMessage& m = it->second;
   if (m.received != m.total) return;
   if (m.orphan) {
-    spare_.Give(std::move(m.unexpected));
+    ReleaseUnexpected(m);
     p.messages.erase(it);
     return;
   }
@@ -590,8 +603,14 @@ void TcpTransport::CompleteRecvIfDone(PeerState& p, uint64_t msg_id) {
   Req& r = reqs_[m.req];
   if (m.unexpected && m.total > 0) DeliverTo(r, m.unexpected.data(), m.total);
   r.done = true;
-  spare_.Give(std::move(m.unexpected));
+  ReleaseUnexpected(m);
   p.messages.erase(it);
+}
+
+void TcpTransport::ReleaseUnexpected(InMessage& m) {
+  unexpected_bytes_ -= m.held;
+  m.held = 0;
+  spare_.Give(std::move(m.unexpected));
 }
 
 void TcpTransport::EnsureConnected(int peer) {
@@ -612,15 +631,16 @@ void TcpTransport::StartConnect(int peer, uint32_t stream) {
   TuneSocket(s.fd.get(), opt_.socket_buffer_bytes);
   // Only the connector's algorithm matters: data flows from connector to acceptor.
   const std::string& my_boot = peers_[opt_.rank].info.boot_id;
-  const bool same_kernel = SameHost(listen_addr_, p.addr) ||
-                           (!my_boot.empty() && p.info.boot_id == my_boot);
+  const bool same_kernel =
+      SameHost(listen_addr_, p.addr) || (!my_boot.empty() && p.info.boot_id == my_boot);
   std::string cc = congestion_.Apply(s.fd.get(), same_kernel);
   if (stream == 0) {
     kLog.Debug("rank {} -> {}: congestion control {}", opt_.rank, p.info.address,
                cc.empty() ? "system default" : cc);
   }
   s.state = OutStream::kConnecting;
-  s.greeting_got = 0;
+  s.handshake.reset();
+  s.challenge_got = 0;
   int rc = ::connect(s.fd.get(), reinterpret_cast<sockaddr*>(&p.addr), sizeof p.addr);
   if (rc != 0 && errno != EINPROGRESS) {
     FailPeer(peer, ErrnoStatus(errno, fmt::format("connect to {}", p.info.address)));
@@ -705,22 +725,101 @@ void TcpTransport::Accept() {
     auto in = std::make_unique<InStream>();
     in->fd.Reset(fd);
     in->remote = SockaddrText(a);
+    in->handshake.emplace(kTcpHandshake, opt_.secret);
     TuneSocket(fd, opt_.socket_buffer_bytes);
-    Greeting g{kMagic, kVersion, {}};
-    std::string nonce = base::RandomBytes(kNonceBytes);
-    std::memcpy(g.nonce, nonce.data(), kNonceBytes);
-    std::memcpy(in->nonce, nonce.data(), kNonceBytes);
-    // 24 bytes into an empty socket buffer: a short write here means a broken peer.
-    if (::send(fd, &g, sizeof g, MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof g) continue;
     in->rx.reset(new char[kRxBufferBytes]);
     uint64_t key = kInBit | next_in_key_++;
     in->key = key;
+    if (std::optional<uint64_t> victim = pending_.Add(key)) {
+      auto vit = in_streams_.find(*victim);
+      if (vit != in_streams_.end() && !warned_full_) {
+        warned_full_ = true;  // once: under a flood of connects a line per drop is a flood too
+        kLog.Warn(
+            "tcp transport rank {}: {} connections are inside the handshake; dropping "
+            "the oldest idle ones ({} first; a flood of connections that never "
+            "authenticate?)",
+            opt_.rank, kMaxPendingHandshakes, vit->second->remote);
+      }
+      DropPending(*victim, "too many connections inside the handshake");
+    }
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = key;
     epoll_ctl(epoll_fd_.get(), EPOLL_CTL_ADD, fd, &ev);
+    InStream& ref = *in;
     in_streams_[key] = std::move(in);
+    // A rank that waited in the backlog has its hello queued already: answer it now.
+    ReadInStream(ref);
+    if (ref.closed) in_streams_.erase(key);
   }
+}
+
+void TcpTransport::DropPending(uint64_t key, std::string_view why) {
+  pending_.Remove(key);
+  auto it = in_streams_.find(key);
+  if (it == in_streams_.end()) return;
+  kLog.Debug("tcp transport rank {}: closing connection from {}: {}", opt_.rank, it->second->remote,
+             why);
+  epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, it->second->fd.get(), nullptr);
+  in_streams_.erase(it);
+}
+
+void TcpTransport::ExpirePending() {
+  for (uint64_t key : pending_.TakeExpired()) {
+    auto it = in_streams_.find(key);
+    if (it == in_streams_.end()) continue;
+    kLog.Info(
+        "tcp transport rank {}: closing connection from {}: handshake not finished "
+        "within {} s",
+        opt_.rank, it->second->remote, kHandshakeTimeout.count());
+    epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, it->second->fd.get(), nullptr);
+    in_streams_.erase(it);
+  }
+}
+
+bool TcpTransport::AuthenticateInStream(InStream& in) {
+  Handshake& hs = *in.handshake;
+  if (!in.challenged) {
+    if (in.handshake_in.size() < hs.hello_bytes()) return false;
+    Result<std::string> challenge =
+        hs.AcceptorChallenge(in.handshake_in, "connection from " + in.remote);
+    if (!challenge.ok()) {
+      CloseInStream(in, challenge.status().message());
+      return false;
+    }
+    std::memcpy(&in.claim, hs.context().data(), sizeof(HelloContext));
+    const HelloContext& h = in.claim;
+    if (h.from < 0 || h.from >= opt_.size || h.from == opt_.rank || h.to != opt_.rank ||
+        h.streams != peers_[h.from].out.size() || h.stream >= h.streams) {
+      CloseInStream(in, fmt::format("hello from rank {} to rank {} stream {}/{} does not fit "
+                                    "this job",
+                                    h.from, h.to, h.stream, h.streams));
+      return false;
+    }
+    // 48 bytes into a fresh socket buffer: a short write means a broken peer.
+    if (::send(in.fd.get(), challenge->data(), challenge->size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+        static_cast<ssize_t>(challenge->size())) {
+      CloseInStream(in, "could not send the challenge");
+      return false;
+    }
+    in.handshake_in.clear();
+    in.challenged = true;
+    pending_.HelloReceived(in.key);
+    return false;
+  }
+  if (in.handshake_in.size() < kAnswerBytes) return false;
+  if (!hs.AcceptorCheck(in.handshake_in)) {
+    CloseInStream(in, fmt::format("claims rank {} but its answer does not prove the job "
+                                  "secret",
+                                  in.claim.from));
+    return false;
+  }
+  pending_.Remove(in.key);
+  in.handshake.reset();
+  in.handshake_in.clear();
+  in.peer = in.claim.from;
+  in.index = in.claim.stream;
+  return true;
 }
 
 void TcpTransport::CloseInStream(InStream& in, const std::string& why, bool violation) {
@@ -729,8 +828,12 @@ void TcpTransport::CloseInStream(InStream& in, const std::string& why, bool viol
   epoll_ctl(epoll_fd_.get(), EPOLL_CTL_DEL, in.fd.get(), nullptr);
   in.fd.Reset();
   if (in.peer < 0) {
-    kLog.Warn("tcp transport rank {}: refused connection from {}: {}", opt_.rank, in.remote,
-              why);
+    pending_.Remove(in.key);
+    // A connection that closes without a word is not worth a warning (a port scan, or one
+    // of a flood); one that spoke and failed is.
+    bool spoke = in.challenged || !in.handshake_in.empty();
+    kLog.Log(spoke ? base::LogLevel::kWarn : base::LogLevel::kDebug,
+             "tcp transport rank {}: refused connection from {}: {}", opt_.rank, in.remote, why);
     return;
   }
   PeerState& p = peers_[in.peer];
@@ -748,32 +851,22 @@ void TcpTransport::CloseInStream(InStream& in, const std::string& why, bool viol
 void TcpTransport::ReadInStream(InStream& in) {
   for (int reads = 0; !in.closed; ++reads) {
     if (in.peer < 0) {
-      ssize_t r = ::recv(in.fd.get(), reinterpret_cast<char*>(&in.hello) + in.hello_got,
-                         sizeof(Hello) - in.hello_got, MSG_DONTWAIT);
-      if (r == 0) return CloseInStream(in, "closed before its hello");
+      // Only the handshake's next message is read from an unproven peer, nothing beyond.
+      size_t step = in.challenged ? kAnswerBytes : in.handshake->hello_bytes();
+      char buf[64];
+      ssize_t r = ::recv(in.fd.get(), buf, step - in.handshake_in.size(), MSG_DONTWAIT);
+      if (r == 0) {
+        return CloseInStream(in, in.challenged ? "closed after this rank proved itself, without "
+                                                 "proving the job secret (a different "
+                                                 "RAILYARD_JOB_SECRET?)"
+                                               : "closed during the handshake");
+      }
       if (r < 0) {
         if (errno == EAGAIN || errno == EINTR) return;
-        return CloseInStream(in, fmt::format("hello: {}", std::strerror(errno)));
+        return CloseInStream(in, fmt::format("handshake: {}", std::strerror(errno)));
       }
-      in.hello_got += static_cast<size_t>(r);
-      if (in.hello_got < sizeof(Hello)) continue;
-      const Hello& h = in.hello;
-      if (h.magic != kMagic || h.version != kVersion) {
-        return CloseInStream(in, "not a Railyard tcp transport peer (bad magic or version)");
-      }
-      if (h.rank < 0 || h.rank >= opt_.size || h.rank == opt_.rank ||
-          h.streams != peers_[h.rank].out.size() || h.stream >= h.streams) {
-        return CloseInStream(in, fmt::format("hello with rank {} stream {}/{} does not fit this "
-                                             "job", h.rank, h.stream, h.streams));
-      }
-      std::string expect = HelloProof(opt_.secret, in.nonce, h.rank, opt_.rank, h.stream);
-      if (!base::ConstantTimeEqual(
-              expect, std::string_view(reinterpret_cast<const char*>(h.proof), 32))) {
-        return CloseInStream(in, fmt::format("claims rank {} but failed the job-secret proof",
-                                             h.rank));
-      }
-      in.peer = h.rank;
-      in.index = h.stream;
+      in.handshake_in.append(buf, static_cast<size_t>(r));
+      AuthenticateInStream(in);
       continue;
     }
     ConsumeInStream(in);
@@ -874,8 +967,10 @@ bool TcpTransport::BeginPayload(InStream& in) {
   if (h.type == kData) {
     if (h.total > kMaxMessageBytes || h.offset > h.total || h.length > h.total - h.offset ||
         (in.index != 0 && h.length == 0)) {
-      CloseInStream(in, fmt::format("sent a malformed data frame (offset {} length {} total {})",
-                                    h.offset, h.length, h.total), true);
+      CloseInStream(in,
+                    fmt::format("sent a malformed data frame (offset {} length {} total {})",
+                                h.offset, h.length, h.total),
+                    true);
       return false;
     }
     if (in.index == 0) {
@@ -884,7 +979,12 @@ bool TcpTransport::BeginPayload(InStream& in) {
         return false;
       }
       Announce(in.peer, h);
-      if (!p.failure.ok()) return false;
+      if (!p.failure.ok()) {
+        // Failed at announcement (too long for its receive, or for the unexpected-message
+        // budget): stop reading, so that the payload is neither stored nor parsed.
+        CloseInStream(in, "failed");
+        return false;
+      }
       if (h.length == 0) return true;  // an empty message completed at announcement
     }
     auto it = p.messages.find(h.msg_id);
@@ -900,8 +1000,9 @@ bool TcpTransport::BeginPayload(InStream& in) {
   }
   if (h.type == kPing || h.type == kPong || h.type == kAbort || h.type == kBye) {
     if (h.length > kMaxControlBytes || in.index != 0) {
-      CloseInStream(in, fmt::format("sent a control frame of {} bytes on stream {}", h.length,
-                                    in.index), true);
+      CloseInStream(
+          in, fmt::format("sent a control frame of {} bytes on stream {}", h.length, in.index),
+          true);
       return false;
     }
     return true;
@@ -927,7 +1028,21 @@ void TcpTransport::Announce(int peer, const FrameHeader& h) {
   if (bound != 0) {
     BindMessage(p, h.msg_id, bound);
   } else {
-    if (h.total > 0) m.unexpected = spare_.Take(h.total);
+    if (h.total > kMaxUnexpectedBytes - unexpected_bytes_) {
+      FailPeer(peer, ResourceExhausted(
+                         "sent a message of {} bytes with tag {:#x} before its receive was "
+                         "posted; messages waiting for their receive may hold {} bytes in all "
+                         "and hold {} now (post the receive before the peer sends, or send in "
+                         "pieces)",
+                         h.total, h.tag, kMaxUnexpectedBytes, unexpected_bytes_));
+      p.messages.erase(h.msg_id);
+      return;
+    }
+    if (h.total > 0) {
+      m.unexpected = spare_.Take(h.total);
+      m.held = h.total;
+      unexpected_bytes_ += h.total;
+    }
     p.unbound.push_back(h.msg_id);
   }
   // Streams parked on this message may go on.
@@ -1022,6 +1137,25 @@ void TcpTransport::FinishFrame(InStream& in) {
   // handled in Announce. Nothing else to do.
 }
 
+void TcpTransport::AnswerChallenge(int peer, uint32_t stream) {
+  PeerState& p = peers_[peer];
+  OutStream& s = p.out[stream];
+  Result<std::string> answer = s.handshake->ConnectorAnswer(
+      std::string_view(s.challenge, kChallengeBytes), "the listener at " + p.info.address);
+  s.handshake.reset();
+  if (!answer.ok()) {
+    kLog.Warn("tcp transport rank {}: {}", opt_.rank, answer.status().message());
+    return FailPeer(peer, answer.status());
+  }
+  // 32 bytes after 40: the socket buffer has room.
+  if (::send(s.fd.get(), answer->data(), answer->size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+      static_cast<ssize_t>(answer->size())) {
+    return FailPeer(peer, Unavailable("sending the handshake answer to {} failed", p.info.address));
+  }
+  s.state = OutStream::kReady;
+  FlushStream(peer, stream);
+}
+
 void TcpTransport::HandleEvent(uint64_t key, uint32_t events) {
   if (key == kListenKey) return Accept();
   if (key == kWakeKey) {
@@ -1043,37 +1177,37 @@ void TcpTransport::HandleEvent(uint64_t key, uint32_t events) {
         return FailPeer(peer, ErrnoStatus(err, fmt::format("connect to {}", p.info.address)));
       }
       if (!(events & (EPOLLOUT | EPOLLIN))) return;
-      s.state = OutStream::kAwaitGreeting;
+      HelloContext ctx{opt_.rank, peer, stream, static_cast<uint32_t>(p.out.size())};
+      s.handshake.emplace(kTcpHandshake, opt_.secret);
+      std::string hello = s.handshake->ConnectorHello(
+          std::string_view(reinterpret_cast<const char*>(&ctx), sizeof ctx));
+      // 40 bytes into a fresh socket buffer.
+      if (::send(s.fd.get(), hello.data(), hello.size(), MSG_NOSIGNAL | MSG_DONTWAIT) !=
+          static_cast<ssize_t>(hello.size())) {
+        return FailPeer(peer, Unavailable("sending the hello to {} failed", p.info.address));
+      }
+      s.state = OutStream::kAwaitChallenge;
       SetWantOut(s, false, key);
+      return;
     }
-    if (s.state == OutStream::kAwaitGreeting) {
-      ssize_t r = ::recv(s.fd.get(), reinterpret_cast<char*>(&s.greeting) + s.greeting_got,
-                         sizeof(Greeting) - s.greeting_got, MSG_DONTWAIT);
+    if (s.state == OutStream::kAwaitChallenge) {
+      ssize_t r = ::recv(s.fd.get(), s.challenge + s.challenge_got,
+                         kChallengeBytes - s.challenge_got, MSG_DONTWAIT);
       if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-        return FailPeer(peer, Unavailable("connection to {} closed during set-up",
+        return FailPeer(peer, Unavailable("{} closed the connection before proving the job "
+                                          "secret (it refused this rank's hello, dropped it "
+                                          "while flooded with connections, or died)",
                                           p.info.address));
       }
-      if (r > 0) s.greeting_got += static_cast<size_t>(r);
-      if (s.greeting_got < sizeof(Greeting)) return;
-      if (s.greeting.magic != kMagic || s.greeting.version != kVersion) {
-        return FailPeer(peer, Unavailable("{} is not a Railyard tcp transport of this version",
-                                          p.info.address));
-      }
-      Hello h{kMagic, kVersion, opt_.rank, stream, static_cast<uint32_t>(p.out.size()), 0, {}};
-      std::string proof = HelloProof(opt_.secret, s.greeting.nonce, opt_.rank, peer, stream);
-      std::memcpy(h.proof, proof.data(), sizeof h.proof);
-      // 56 bytes into a fresh socket buffer.
-      if (::send(s.fd.get(), &h, sizeof h, MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof h) {
-        return FailPeer(peer, Unavailable("sending hello to {} failed", p.info.address));
-      }
-      s.state = OutStream::kReady;
-      return FlushStream(peer, stream);
+      if (r > 0) s.challenge_got += static_cast<size_t>(r);
+      if (s.challenge_got < kChallengeBytes) return;
+      return AnswerChallenge(peer, stream);
     }
     if (events & (EPOLLERR | EPOLLHUP)) {
       return FailPeer(peer, Unavailable("connection reset (process died, or its link failed)"));
     }
     if (events & EPOLLIN) {
-      // Acceptors never write after the greeting: readable means closed or reset.
+      // Acceptors never write after the challenge: readable means closed or reset.
       char c;
       ssize_t r = ::recv(s.fd.get(), &c, 1, MSG_DONTWAIT);
       if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
@@ -1094,12 +1228,17 @@ void TcpTransport::HandleEvent(uint64_t key, uint32_t events) {
 Status TcpTransport::Poll(int timeout_ms) {
   epoll_event events[64];
   if (!unparked_.empty()) timeout_ms = 0;
+  if (pending_.size() > 0) {
+    int pending_ms = pending_.NextDeadline().PollTimeoutMs();
+    if (timeout_ms < 0 || pending_ms < timeout_ms) timeout_ms = pending_ms;
+  }
   int n = ::epoll_wait(epoll_fd_.get(), events, 64, timeout_ms);
   if (n < 0) {
     if (errno == EINTR) return Status::Ok();
     return ErrnoStatus(errno, "tcp transport: epoll_wait");
   }
   for (int i = 0; i < n; ++i) HandleEvent(events[i].data.u64, events[i].events);
+  if (pending_.size() > 0) ExpirePending();
   while (!unparked_.empty()) {
     uint64_t key = unparked_.back();
     unparked_.pop_back();
@@ -1118,13 +1257,12 @@ std::string TcpTransport::PendingDescription(std::span<const Request> requests) 
     if (it == reqs_.end() || it->second.done) continue;
     const Req& r = it->second;
     std::string& s = by_peer[r.peer];
-    s += fmt::format("{}{} tag {:#x}", s.empty() ? "" : ", ", r.is_send ? "send" : "receive",
-                     r.tag);
+    s +=
+        fmt::format("{}{} tag {:#x}", s.empty() ? "" : ", ", r.is_send ? "send" : "receive", r.tag);
   }
   std::string out;
   for (auto& [peer, what] : by_peer) {
-    out += fmt::format("{}{} [{}]", out.empty() ? "" : "; ", DescribePeer(peers_[peer].info),
-                       what);
+    out += fmt::format("{}{} [{}]", out.empty() ? "" : "; ", DescribePeer(peers_[peer].info), what);
   }
   return out;
 }
@@ -1254,8 +1392,7 @@ size_t TcpTransport::ReceivedBytes(Request request) const {
   return it == last_received_.end() ? 0 : it->second;
 }
 
-std::vector<ProbeResult> TcpTransport::Probe(std::span<const int> ranks,
-                                             base::Deadline deadline) {
+std::vector<ProbeResult> TcpTransport::Probe(std::span<const int> ranks, base::Deadline deadline) {
   std::lock_guard progress(progress_mu_);
   uint64_t nonce = next_req_++;
   std::vector<ProbeResult> out;
@@ -1300,8 +1437,9 @@ std::vector<ProbeResult> TcpTransport::Probe(std::span<const int> ranks,
   }
   for (auto& pr : out) {
     if (pr.state == ProbeResult::State::kUnresponsive) {
-      pr.detail = "did not answer a probe before the deadline (stopped, hung outside "
-                  "communication, or its link is down)";
+      pr.detail =
+          "did not answer a probe before the deadline (stopped, hung outside "
+          "communication, or its link is down)";
     }
   }
   return out;

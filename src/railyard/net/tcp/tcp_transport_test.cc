@@ -1,8 +1,8 @@
 #include "railyard/net/tcp/tcp_transport.h"
 
 #include <arpa/inet.h>
-#include <gtest/gtest.h>
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -13,6 +13,7 @@
 
 #include "railyard/base/files.h"
 #include "railyard/base/hmac.h"
+#include "railyard/net/handshake.h"
 #include "railyard/net/transport_testing.h"
 
 namespace railyard::net {
@@ -33,6 +34,68 @@ void ExpectAllOk(const std::vector<Status>& st) {
   for (size_t r = 0; r < st.size(); ++r) EXPECT_TRUE(st[r].ok()) << r << ": " << st[r].ToString();
 }
 
+// The data connections' side of net/handshake.h, spelled out so the tests pin the wire.
+constexpr HandshakeProtocol kTcpProtocol = {.magic = 0x52595432,
+                                            .version = 2,
+                                            .domain = "railyard-tcp",
+                                            .acceptor = "a Railyard rank of this job",
+                                            .context_bytes = 16};
+
+// A blocking loopback connection to a rank's published "ip:port" (5 s receive timeout).
+base::UniqueFd RawConnect(const std::string& addr) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  inet_pton(AF_INET, addr.substr(0, addr.rfind(':')).c_str(), &a.sin_addr);
+  a.sin_port = htons(static_cast<uint16_t>(std::stoi(addr.substr(addr.rfind(':') + 1))));
+  base::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) fd.Reset();
+  timeval tv{5, 0};
+  if (fd.valid()) setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+std::string LocalAddress(int fd) {
+  sockaddr_in mine{};
+  socklen_t len = sizeof mine;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &len);
+  return fmt::format("127.0.0.1:{}", ntohs(mine.sin_port));
+}
+
+// Sends the hello for rank `from` -> `to`, stream 0 of 2, and reads the acceptor's challenge.
+std::string RawHello(int fd, Handshake& h, int from, int to) {
+  int32_t ctx[4] = {from, to, 0, 2};
+  std::string hello = h.ConnectorHello(std::string_view(reinterpret_cast<char*>(ctx), 16));
+  if (::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hello.size())) {
+    return "";
+  }
+  std::string challenge(kChallengeBytes, '\0');
+  ssize_t n = ::recv(fd, challenge.data(), challenge.size(), MSG_WAITALL);
+  return n == static_cast<ssize_t>(challenge.size()) ? challenge : "";
+}
+
+// Proves the secret as rank `from` to rank `to` on a raw connection: OK when both sides
+// accepted, so that the caller may speak frames next.
+Status RawAuthenticate(int fd, std::string_view secret, int from, int to) {
+  Handshake h(kTcpProtocol, secret);
+  std::string challenge = RawHello(fd, h, from, to);
+  if (challenge.empty()) return Unavailable("no challenge");
+  RY_ASSIGN_OR_RETURN(std::string answer, h.ConnectorAnswer(challenge, "rank"));
+  if (::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL) != kAnswerBytes) {
+    return Unavailable("answer not sent");
+  }
+  return Status::Ok();
+}
+
+// True when the other end closed (EOF or reset) within the socket's receive timeout.
+bool ClosedByPeer(int fd) {
+  char buf[64];
+  for (;;) {
+    ssize_t r = ::recv(fd, buf, sizeof buf, 0);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) return true;
+    if (r < 0 && errno == EAGAIN) return false;
+  }
+}
+
 TEST(TcpTransport, PingPongAndSizes) {
   TransportOptions o;
   o.streams_per_peer = 3;
@@ -40,8 +103,8 @@ TEST(TcpTransport, PingPongAndSizes) {
   auto g = StartTransportGroupForTest(NewTcpTransport, 2, o);
   ASSERT_TRUE(g.status.ok()) << g.status.ToString();
   // Sizes around the chunking threshold and a large odd size, in both directions.
-  std::vector<size_t> sizes = {0, 1, 7, 4096, (256 << 10) - 1, 256 << 10, (768 << 10) + 1,
-                               (16 << 20) + 3};
+  std::vector<size_t> sizes = {
+      0, 1, 7, 4096, (256 << 10) - 1, 256 << 10, (768 << 10) + 1, (16 << 20) + 3};
   ExpectAllOk(RunRanksForTest(g, [&](int rank, Transport& t) -> Status {
     int peer = 1 - rank;
     for (size_t n : sizes) {
@@ -72,8 +135,8 @@ std::map<std::string, int> ConnectedTcpSocketsByAlgorithm() {
     socklen_t len = sizeof type;
     sockaddr_in peer{};
     socklen_t plen = sizeof peer;
-    if (fd <= 2 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
-        type != SOCK_STREAM || getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) != 0 ||
+    if (fd <= 2 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM ||
+        getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) != 0 ||
         peer.sin_family != AF_INET) {
       continue;
     }
@@ -135,7 +198,8 @@ TEST(TcpTransport, ConsumingReceiveGetsEveryByteOnceInWholeUnits) {
     Status Check(const std::vector<uint8_t>& want) const {
       if (!error.empty()) return Internal("{}", error);
       for (size_t i = 0; i < seen.size(); ++i) {
-        if (seen[i] != 1) return Internal("byte {} of {} delivered {} times", i, seen.size(), seen[i]);
+        if (seen[i] != 1)
+          return Internal("byte {} of {} delivered {} times", i, seen.size(), seen[i]);
       }
       if (bytes != want) return Internal("{} bytes: contents differ", want.size());
       return Status::Ok();
@@ -183,7 +247,8 @@ TEST(TcpTransport, ConsumingReceiveGetsEveryByteOnceInWholeUnits) {
     }
     RY_RETURN_IF_ERROR(t.WaitAll(reqs, Soon()));
     RY_RETURN_IF_ERROR(big.Check(Pattern(sizes[2], 2)));
-    for (size_t i = 0; i < 2; ++i) RY_RETURN_IF_ERROR(early[i].Check(Pattern(sizes[i], uint8_t(i))));
+    for (size_t i = 0; i < 2; ++i)
+      RY_RETURN_IF_ERROR(early[i].Check(Pattern(sizes[i], uint8_t(i))));
     if (t.PostRecvConsume(0, 70, 8, 3, big.Consumer()).ok()) {
       return Internal("a 3-byte granule was accepted");
     }
@@ -326,7 +391,8 @@ TEST(TcpTransport, AbortReachesEveryRank) {
   for (int r : {0, 1, 3}) {
     EXPECT_EQ(st[r].code(), StatusCode::kAborted) << st[r].ToString();
     EXPECT_NE(st[r].message().find("rank 2"), std::string::npos) << st[r].ToString();
-    EXPECT_NE(st[r].message().find("disk full on this rank"), std::string::npos) << st[r].ToString();
+    EXPECT_NE(st[r].message().find("disk full on this rank"), std::string::npos)
+        << st[r].ToString();
   }
 }
 
@@ -356,50 +422,91 @@ TEST(TcpTransport, DeadPeerFailsPendingReceiveNamingIt) {
   EXPECT_EQ(probe[0].state, ProbeResult::State::kDead) << probe[0].detail;
 }
 
-TEST(TcpTransport, ConnectionWithoutTheSecretIsRefused) {
+// An intruder that claims rank 1 but cannot prove the secret: rank 0 proves itself (the
+// intruder learns nothing from that), refuses the intruder's answer, closes, and logs its
+// address for the operator to trace.
+TEST(TcpTransport, AcceptorRefusesAConnectorWithoutTheSecret) {
   LogCapture log;
-  TransportOptions o;
-  auto g = StartTransportGroupForTest(NewTcpTransport, 1, o);
+  auto g = StartTransportGroupForTest(NewTcpTransport, 2);
   ASSERT_TRUE(g.status.ok()) << g.status.ToString();
-  // An intruder connects, reads the greeting and answers with a wrong proof.
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  std::string addr = g.ranks[0]->peer(0).address;
-  inet_pton(AF_INET, addr.substr(0, addr.rfind(':')).c_str(), &a.sin_addr);
-  a.sin_port = htons(static_cast<uint16_t>(std::stoi(addr.substr(addr.rfind(':') + 1))));
-  base::UniqueFd fd(::socket(AF_INET, SOCK_STREAM, 0));
-  ASSERT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  // Drive rank 0's progress so it accepts, with a short deadline on a receive that never
-  // completes.
-  char c;
-  auto r = g.ranks[0]->PostRecv(0, 1, &c, 1);
+  base::UniqueFd fd = RawConnect(g.ranks[0]->peer(0).address);
+  ASSERT_TRUE(fd.valid());
+  // Drive rank 0's progress so it accepts, with a receive that completes at the end.
+  char c = 0;
+  auto r = g.ranks[0]->PostRecv(1, 1, &c, 1);
   ASSERT_TRUE(r.ok());
-  std::thread driver([&] {
-    (void)g.ranks[0]->WaitAll({&*r, 1}, base::Deadline::After(milliseconds(500)));
-  });
-  char greeting[24];
-  ASSERT_EQ(::recv(fd.get(), greeting, sizeof greeting, MSG_WAITALL), 24);
-  std::vector<char> hello(56, 0);
-  uint32_t magic = 0x31545952, version = 1;
-  std::memcpy(hello.data(), &magic, 4);
-  std::memcpy(hello.data() + 4, &version, 4);
-  int32_t rank = 0;
-  std::memcpy(hello.data() + 8, &rank, 4);  // claims to be rank 0 (itself): refused anyway
-  uint32_t streams = 2;
-  std::memcpy(hello.data() + 16, &streams, 4);
-  ASSERT_EQ(::send(fd.get(), hello.data(), hello.size(), 0), 56);
-  char byte;
-  timeval tv{5, 0};
-  setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  EXPECT_EQ(::recv(fd.get(), &byte, 1, 0), 0) << "the transport must close the connection";
+  Status waited;
+  std::thread driver([&] { waited = g.ranks[0]->WaitAll({&*r, 1}, Soon()); });
+  Handshake h(kTcpProtocol, "not-the-secret");
+  std::string challenge = RawHello(fd.get(), h, 1, 0);
+  ASSERT_EQ(challenge.size(), kChallengeBytes);
+  // The intruder cannot check rank 0's proof, nor answer it: it sends noise.
+  EXPECT_EQ(h.ConnectorAnswer(challenge, "rank 0").status().code(), StatusCode::kPermissionDenied);
+  std::string noise = base::RandomBytes(kAnswerBytes);
+  ASSERT_EQ(::send(fd.get(), noise.data(), noise.size(), MSG_NOSIGNAL), 32);
+  EXPECT_TRUE(ClosedByPeer(fd.get())) << "the transport must close the connection";
+  // Rank 1 itself is unaffected: its message still arrives.
+  char one = 'y';
+  auto s = g.ranks[1]->PostSend(0, 1, &one, 1);
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(g.ranks[1]->WaitAll({&*s, 1}, Soon()).ok());
   driver.join();
-  // The refusal is logged with the intruder's address, for the operator to trace.
-  sockaddr_in mine{};
-  socklen_t len = sizeof mine;
-  ASSERT_EQ(::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&mine), &len), 0);
-  std::string intruder = fmt::format("127.0.0.1:{}", ntohs(mine.sin_port));
+  EXPECT_TRUE(waited.ok()) << waited.ToString();
+  EXPECT_EQ(c, 'y');
   std::string lines = log.Lines();
-  EXPECT_NE(lines.find("refused connection from " + intruder), std::string::npos) << lines;
+  EXPECT_NE(lines.find("refused connection from " + LocalAddress(fd.get()) +
+                       ": claims rank 1 but its answer does not prove the job secret"),
+            std::string::npos)
+      << lines;
+}
+
+// Ranks started with different secrets: the connector finds that the listener at its peer's
+// address cannot prove the secret and sends it nothing; the error names the peer, and the
+// listener's log names the connection that left without proving itself.
+TEST(TcpTransport, ConnectorRefusesAListenerThatCannotProveTheSecret) {
+  LogCapture log;
+  auto store = NewInMemoryStore();
+  std::vector<std::unique_ptr<Transport>> ranks(2);
+  for (int r = 0; r < 2; ++r) {
+    TransportOptions o;
+    o.rank = r;
+    o.size = 2;
+    o.store = store.get();
+    o.key_prefix = "test";
+    o.socket_ifname = "=lo";
+    o.secret = r == 0 ? "secret-of-rank-0" : "another-secret";
+    auto t = NewTcpTransport(o);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    ranks[r] = std::move(t).value();
+  }
+  std::vector<Status> started(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] { started[r] = ranks[r]->Start(Soon()); });
+  }
+  for (auto& t : threads) t.join();
+  ExpectAllOk(started);
+  char out = 'x', in = 0;
+  auto recv = ranks[1]->PostRecv(0, 4, &in, 1);
+  ASSERT_TRUE(recv.ok());
+  Status received;
+  std::thread listener([&] {
+    received = ranks[1]->WaitAll({&*recv, 1}, base::Deadline::After(seconds(2)));
+  });
+  auto send = ranks[0]->PostSend(1, 4, &out, 1);
+  ASSERT_TRUE(send.ok());
+  Status sent = ranks[0]->WaitAll({&*send, 1}, Soon());
+  listener.join();
+  EXPECT_EQ(sent.code(), StatusCode::kPermissionDenied) << sent.ToString();
+  EXPECT_NE(sent.message().find("rank 1"), std::string::npos) << sent.ToString();
+  EXPECT_NE(sent.message().find(ranks[0]->peer(1).address + " did not prove the job secret"),
+            std::string::npos)
+      << sent.ToString();
+  // Nothing reached rank 1: its receive ends at its deadline.
+  EXPECT_EQ(received.code(), StatusCode::kDeadlineExceeded) << received.ToString();
+  EXPECT_EQ(in, 0);
+  std::string lines = log.Lines();
+  EXPECT_NE(lines.find("without proving the job secret"), std::string::npos) << lines;
 }
 
 // A peer that knows the secret but sends a frame whose length does not fit its message is
@@ -407,13 +514,8 @@ TEST(TcpTransport, ConnectionWithoutTheSecretIsRefused) {
 TEST(TcpTransport, MalformedFrameFromAProvenPeerIsRejected) {
   auto g = StartTransportGroupForTest(NewTcpTransport, 2);
   ASSERT_TRUE(g.status.ok()) << g.status.ToString();
-  std::string addr = g.ranks[0]->peer(0).address;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  inet_pton(AF_INET, addr.substr(0, addr.rfind(':')).c_str(), &a.sin_addr);
-  a.sin_port = htons(static_cast<uint16_t>(std::stoi(addr.substr(addr.rfind(':') + 1))));
-  base::UniqueFd fd(::socket(AF_INET, SOCK_STREAM, 0));
-  ASSERT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  base::UniqueFd fd = RawConnect(g.ranks[0]->peer(0).address);
+  ASSERT_TRUE(fd.valid());
   char c;
   auto r = g.ranks[0]->PostRecv(1, 1, &c, 1);
   ASSERT_TRUE(r.ok());
@@ -421,24 +523,8 @@ TEST(TcpTransport, MalformedFrameFromAProvenPeerIsRejected) {
   std::thread driver([&] {
     waited = g.ranks[0]->WaitAll({&*r, 1}, base::Deadline::After(seconds(20)));
   });
-  unsigned char greeting[24];
-  ASSERT_EQ(::recv(fd.get(), greeting, sizeof greeting, MSG_WAITALL), 24);
-  // A correct hello for rank 1, stream 0 of 2: proof = HMAC(secret, "railyard-tcp" + nonce +
-  // "/1/0/0").
-  std::string msg = "railyard-tcp";
-  msg.append(reinterpret_cast<const char*>(greeting + 8), 16);
-  msg += "/1/0/0";
-  auto proof = base::HmacSha256("test-secret", msg);
-  std::vector<char> hello(56, 0);
-  uint32_t magic = 0x31545952, version = 1, stream = 0, streams = 2;
-  int32_t rank = 1;
-  std::memcpy(hello.data(), &magic, 4);
-  std::memcpy(hello.data() + 4, &version, 4);
-  std::memcpy(hello.data() + 8, &rank, 4);
-  std::memcpy(hello.data() + 12, &stream, 4);
-  std::memcpy(hello.data() + 16, &streams, 4);
-  std::memcpy(hello.data() + 24, proof.data(), 32);
-  ASSERT_EQ(::send(fd.get(), hello.data(), hello.size(), 0), 56);
+  Status authed = RawAuthenticate(fd.get(), "test-secret", 1, 0);
+  ASSERT_TRUE(authed.ok()) << authed.ToString();
   // A data frame claiming 2^60 bytes: over the limit, must not be trusted.
   uint64_t header[6] = {1, 1, 1, uint64_t{1} << 60, 0, uint64_t{1} << 60};
   ASSERT_EQ(::send(fd.get(), header, sizeof header, 0), static_cast<ssize_t>(sizeof header));
@@ -446,6 +532,77 @@ TEST(TcpTransport, MalformedFrameFromAProvenPeerIsRejected) {
   EXPECT_EQ(waited.code(), StatusCode::kUnavailable) << waited.ToString();
   EXPECT_NE(waited.message().find("rank 1"), std::string::npos) << waited.ToString();
   EXPECT_NE(waited.message().find("malformed"), std::string::npos) << waited.ToString();
+}
+
+// A proven peer announces a 1 TiB message nobody has posted a receive for: the rank fails
+// that peer with an error naming it and the size, instead of allocating the buffer (which
+// would end this test process).
+TEST(TcpTransport, UnexpectedMessageOverTheBudgetFailsThePeerWithoutAllocating) {
+  auto g = StartTransportGroupForTest(NewTcpTransport, 2);
+  ASSERT_TRUE(g.status.ok()) << g.status.ToString();
+  base::UniqueFd fd = RawConnect(g.ranks[0]->peer(0).address);
+  ASSERT_TRUE(fd.valid());
+  char c;
+  auto r = g.ranks[0]->PostRecv(1, 1, &c, 1);  // a different tag: 9 arrives unexpected
+  ASSERT_TRUE(r.ok());
+  Status waited;
+  std::thread driver([&] { waited = g.ranks[0]->WaitAll({&*r, 1}, Soon()); });
+  Status authed = RawAuthenticate(fd.get(), "test-secret", 1, 0);
+  ASSERT_TRUE(authed.ok()) << authed.ToString();
+  // type data, tag 9, msg_id 1, total 1 TiB, offset 0, 64 bytes in this chunk.
+  uint64_t header[6] = {1, 9, 1, uint64_t{1} << 40, 0, 64};
+  std::string frame(reinterpret_cast<const char*>(header), sizeof header);
+  frame += std::string(64, 'z');
+  ASSERT_EQ(::send(fd.get(), frame.data(), frame.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(frame.size()));
+  driver.join();
+  EXPECT_EQ(waited.code(), StatusCode::kResourceExhausted) << waited.ToString();
+  EXPECT_NE(waited.message().find("rank 1"), std::string::npos) << waited.ToString();
+  EXPECT_NE(waited.message().find("1099511627776 bytes with tag 0x9 before its receive"),
+            std::string::npos)
+      << waited.ToString();
+  EXPECT_TRUE(ClosedByPeer(fd.get()));
+}
+
+// Connections that never speak, three times the cap, queued before the ranks exchange: the
+// real ranks still connect, and every idle connection is closed (dropped for a newer one or
+// at the handshake deadline) while rank 0 keeps driving progress.
+TEST(TcpTransport, IdleConnectionFloodIsCappedAndExpires) {
+  auto g = StartTransportGroupForTest(NewTcpTransport, 2);
+  ASSERT_TRUE(g.status.ok()) << g.status.ToString();
+  std::vector<base::UniqueFd> idle;
+  for (size_t i = 0; i < 3 * kMaxPendingHandshakes; ++i) {
+    idle.push_back(RawConnect(g.ranks[0]->peer(0).address));
+    ASSERT_TRUE(idle.back().valid()) << i;
+    timeval tv{20, 0};  // past the 5 s handshake deadline
+    setsockopt(idle.back().get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ExpectAllOk(RunRanksForTest(g, [&](int rank, Transport& t) -> Status {
+    std::vector<uint8_t> out(1 << 20, static_cast<uint8_t>(rank)), in(1 << 20);
+    RY_ASSIGN_OR_RETURN(Request s, t.PostSend(1 - rank, 3, out.data(), out.size()));
+    RY_ASSIGN_OR_RETURN(Request r, t.PostRecv(1 - rank, 3, in.data(), in.size()));
+    Request both[] = {s, r};
+    RY_RETURN_IF_ERROR(t.WaitAll(both, Soon()));
+    if (in != std::vector<uint8_t>(1 << 20, static_cast<uint8_t>(1 - rank))) {
+      return Internal("wrong bytes");
+    }
+    return Status::Ok();
+  }));
+  // Rank 0 waits for a last message while the test watches the idle connections close.
+  char c = 0, one = 'z';
+  auto r = g.ranks[0]->PostRecv(1, 8, &c, 1);
+  ASSERT_TRUE(r.ok());
+  Status waited;
+  std::thread driver([&] { waited = g.ranks[0]->WaitAll({&*r, 1}, Soon()); });
+  size_t closed = 0;
+  for (auto& fd : idle) closed += ClosedByPeer(fd.get()) ? 1 : 0;
+  auto s = g.ranks[1]->PostSend(0, 8, &one, 1);
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(g.ranks[1]->WaitAll({&*s, 1}, Soon()).ok());
+  driver.join();
+  EXPECT_EQ(closed, idle.size());
+  EXPECT_TRUE(waited.ok()) << waited.ToString();
+  EXPECT_EQ(c, 'z');
 }
 
 TEST(TcpTransport, BadOptionsAreRejected) {
