@@ -571,15 +571,18 @@ Result<Request> TcpTransport::PostRecvImpl(int peer, Tag tag, void* data, size_t
 void TcpTransport::BindMessage(PeerState& p, uint64_t msg_id, uint64_t req_id) {
   InMessage& m = p.messages[msg_id];
   Req& r = reqs_[req_id];
-  r.msg_id = msg_id;
-  r.matched = true;
-  m.req = req_id;
   if (m.total > r.cap) {
+    // Not bound: the receive's buffer is too small to ever be written, and the message is
+    // dropped (the peer is failed, so its streams stop being read at the next frame).
+    m.orphan = true;
     FailPeer(r.peer, DataLoss("sent {} bytes with tag {:#x}, but the receive was posted for {} "
                               "bytes (mismatched message sizes between ranks)",
                               m.total, m.tag, r.cap));
     return;
   }
+  r.msg_id = msg_id;
+  r.matched = true;
+  m.req = req_id;
   r.received = m.total;
   if (!m.unexpected) {
     m.dst = r.buf;
@@ -964,6 +967,11 @@ bool TcpTransport::BeginPayload(InStream& in) {
   in.payload_msg = nullptr;
   in.joiner.Reset();
   in.control.clear();
+  if (!p.failure.ok()) {
+    // Nothing more is read from a failed peer: its messages may have no buffer any more.
+    CloseInStream(in, "failed");
+    return false;
+  }
   if (h.type == kData) {
     if (h.total > kMaxMessageBytes || h.offset > h.total || h.length > h.total - h.offset ||
         (in.index != 0 && h.length == 0)) {
@@ -1045,6 +1053,7 @@ void TcpTransport::Announce(int peer, const FrameHeader& h) {
     }
     p.unbound.push_back(h.msg_id);
   }
+  if (!p.failure.ok()) return;  // its parked streams stay parked; the caller closes this one
   // Streams parked on this message may go on.
   for (auto it = p.parked.begin(); it != p.parked.end();) {
     auto sit = in_streams_.find(*it);

@@ -339,6 +339,33 @@ TEST(TcpTransport, LongerMessageThanPostedIsDataLossNamingThePeer) {
   EXPECT_NE(st[1].message().find("100 bytes"), std::string::npos) << st[1].ToString();
 }
 
+// The same across streams, with the receive posted first: the chunk on stream 1 has no
+// buffer to go to, and must be neither written anywhere nor buffered.
+TEST(TcpTransport, LongerMultiStreamMessageThanPostedIsDataLossWithoutWritingAnywhere) {
+  auto g = StartTransportGroupForTest(NewTcpTransport, 2);
+  ASSERT_TRUE(g.status.ok()) << g.status.ToString();
+  constexpr size_t kPosted = 1 << 20, kSent = (2 << 20) + 64;  // two chunks of 1 MiB+
+  std::vector<char> guard(kPosted + 4096, 'g');
+  Status sent;
+  auto st = RunRanksForTest(g, [&](int rank, Transport& t) -> Status {
+    if (rank == 0) {
+      std::vector<char> out(kSent, 'o');
+      RY_RETURN_IF_ERROR(g.store->Get("posted", Soon()).status());
+      RY_ASSIGN_OR_RETURN(Request s, t.PostSend(1, 3, out.data(), out.size()));
+      sent = t.WaitAll({&s, 1}, Soon());
+      return Status::Ok();
+    }
+    RY_ASSIGN_OR_RETURN(Request r, t.PostRecv(0, 3, guard.data(), kPosted));
+    RY_RETURN_IF_ERROR(g.store->Set("posted", "1", Soon()));
+    return t.WaitAll({&r, 1}, Soon());
+  });
+  EXPECT_TRUE(st[0].ok()) << st[0].ToString();
+  EXPECT_EQ(st[1].code(), StatusCode::kDataLoss) << st[1].ToString();
+  EXPECT_NE(st[1].message().find("rank 0"), std::string::npos) << st[1].ToString();
+  EXPECT_NE(sent.code(), StatusCode::kDeadlineExceeded) << sent.ToString();
+  EXPECT_EQ(std::count(guard.begin(), guard.end(), 'g'), static_cast<ptrdiff_t>(guard.size()));
+}
+
 TEST(TcpTransport, DeadlineNamesThePendingPeer) {
   auto g = StartTransportGroupForTest(NewTcpTransport, 3);
   ASSERT_TRUE(g.status.ok()) << g.status.ToString();
