@@ -1,9 +1,9 @@
 #include "railyard/http/extender.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
-
-#include <fmt/format.h>
 
 namespace railyard::http {
 
@@ -40,6 +40,10 @@ const json* FindKey(const json& object, std::string_view key) {
   return nullptr;
 }
 
+json* FindKey(json& object, std::string_view key) {
+  return const_cast<json*>(FindKey(static_cast<const json&>(object), key));
+}
+
 Extender::Extender(topo::Cluster cluster, std::string group_label)
     : cluster_(std::move(cluster)), group_label_(std::move(group_label)) {}
 
@@ -65,14 +69,14 @@ Result<Extender::PodInfo> Extender::ReadPod(const json& args) const {
   return info;
 }
 
-Result<std::vector<std::string>> Extender::ReadNodeNames(const json& args, bool* by_name,
-                                                         std::vector<json>* objects) const {
+Result<std::vector<std::string>> Extender::ReadNodeNames(const json& args, bool* by_name) const {
   std::vector<std::string> names;
   const json* node_names = FindKey(args, "NodeNames");
   if (node_names != nullptr && node_names->is_array()) {
     *by_name = true;
     for (const auto& n : *node_names) {
-      if (!n.is_string()) return InvalidArgument("ExtenderArgs: field 'NodeNames': expected strings");
+      if (!n.is_string())
+        return InvalidArgument("ExtenderArgs: field 'NodeNames': expected strings");
       names.push_back(n.get<std::string>());
     }
     return names;
@@ -93,7 +97,6 @@ Result<std::vector<std::string>> Extender::ReadNodeNames(const json& args, bool*
       return InvalidArgument("ExtenderArgs: a node in 'Nodes.items' has no metadata.name");
     }
     names.push_back(name->get<std::string>());
-    objects->push_back(node);
   }
   return names;
 }
@@ -101,8 +104,8 @@ Result<std::vector<std::string>> Extender::ReadNodeNames(const json& args, bool*
 Result<Extender::Request> Extender::ReadRequest(const json& args) {
   Request req;
   auto pod = ReadPod(args);
-  auto names = pod.ok() ? ReadNodeNames(args, &req.by_name, &req.objects)
-                        : Result<std::vector<std::string>>(pod.status());
+  auto names =
+      pod.ok() ? ReadNodeNames(args, &req.by_name) : Result<std::vector<std::string>>(pod.status());
   if (!names.ok()) {
     ++counters_.bad_requests;
     return names.status();
@@ -112,14 +115,15 @@ Result<Extender::Request> Extender::ReadRequest(const json& args) {
   return req;
 }
 
-Result<json> Extender::Filter(const json& args) {
+Result<json> Extender::Filter(json args) {
   std::lock_guard lock(mu_);
   ++counters_.filter_requests;
   RY_ASSIGN_OR_RETURN(Request req, ReadRequest(args));
   const PodInfo* pod = &req.pod;
   const std::vector<std::string>* names = &req.names;
   const bool by_name = req.by_name;
-  const std::vector<json>& objects = req.objects;
+  // ReadRequest checked that Nodes.items is an array when NodeNames is not used.
+  json* items = by_name ? nullptr : FindKey(*FindKey(args, "Nodes"), "items");
   // Domains of the required level already used by the group: a node must share one.
   std::set<int> required_domains;
   if (pod->required_level >= 0 && !pod->group.empty()) {
@@ -150,17 +154,22 @@ Result<json> Extender::Filter(const json& args) {
       ++counters_.nodes_filtered_out;
       continue;
     }
-    if (by_name) passed_names.push_back(name);
-    else passed_items.push_back(objects[i]);
+    if (by_name) {
+      passed_names.push_back(name);
+    } else {
+      passed_items.push_back(std::move((*items)[i]));
+    }
   }
-  json result = {{"FailedNodes", failed},
-                 {"FailedAndUnresolvableNodes", json::object()},
-                 {"Error", ""}};
+  json result = json::object();
+  result["FailedNodes"] = std::move(failed);
+  result["FailedAndUnresolvableNodes"] = json::object();
+  result["Error"] = "";
   if (by_name) {
-    result["NodeNames"] = passed_names;
+    result["NodeNames"] = std::move(passed_names);
     result["Nodes"] = nullptr;
   } else {
-    result["Nodes"] = {{"items", passed_items}};
+    result["Nodes"] = json::object();
+    result["Nodes"]["items"] = std::move(passed_items);
     result["NodeNames"] = nullptr;
   }
   return result;

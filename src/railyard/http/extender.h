@@ -28,11 +28,10 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "railyard/base/status.h"
 #include "railyard/topo/model.h"
@@ -41,6 +40,7 @@ namespace railyard::http {
 
 // Case-insensitive lookup of `key` in a JSON object; nullptr when absent or not an object.
 const nlohmann::json* FindKey(const nlohmann::json& object, std::string_view key);
+nlohmann::json* FindKey(nlohmann::json& object, std::string_view key);
 
 struct ExtenderCounters {
   uint64_t filter_requests = 0;
@@ -54,7 +54,9 @@ class Extender {
   explicit Extender(topo::Cluster cluster, std::string group_label = "railyard.io/group");
 
   // Body of /filter. INVALID_ARGUMENT (naming the field) for a malformed ExtenderArgs.
-  Result<nlohmann::json> Filter(const nlohmann::json& args);
+  // Takes the request by value: the Node objects that pass are moved into the result, not
+  // copied (a request can carry thousands of them).
+  Result<nlohmann::json> Filter(nlohmann::json args);
   // Body of /prioritize.
   Result<nlohmann::json> Prioritize(const nlohmann::json& args);
 
@@ -76,14 +78,13 @@ class Extender {
     PodInfo pod;
     std::vector<std::string> names;  // candidate nodes
     bool by_name = false;            // NodeNames (nodeCacheCapable) rather than Nodes.items
-    std::vector<nlohmann::json> objects;
   };
   // Parses ExtenderArgs; counts a malformed one. Requires mu_ held.
   Result<Request> ReadRequest(const nlohmann::json& args);
   Result<PodInfo> ReadPod(const nlohmann::json& args) const;
-  // Candidate node names, whether the request used NodeNames, and the Node objects.
-  Result<std::vector<std::string>> ReadNodeNames(const nlohmann::json& args, bool* by_name,
-                                                 std::vector<nlohmann::json>* objects) const;
+  // Candidate node names and whether the request used NodeNames; with Nodes.items, names[i]
+  // is the name of items[i].
+  Result<std::vector<std::string>> ReadNodeNames(const nlohmann::json& args, bool* by_name) const;
   int Score(int node, const std::set<int>& bound) const;
 
   topo::Cluster cluster_;

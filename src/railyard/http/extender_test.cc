@@ -31,7 +31,9 @@ topo::Cluster Cluster() {
 // What kube-scheduler sends with nodeCacheCapable: Go field names, NodeNames, Nodes null.
 json Args(std::string group, std::vector<std::string> nodes, std::string required = "") {
   json pod = {{"metadata",
-               {{"name", "trainer-0"}, {"namespace", "ml"}, {"labels", json::object()},
+               {{"name", "trainer-0"},
+                {"namespace", "ml"},
+                {"labels", json::object()},
                 {"annotations", json::object()}}},
               {"spec", {{"schedulerName", "default-scheduler"}}}};
   if (!group.empty()) pod["metadata"]["labels"]["railyard.io/group"] = group;

@@ -1,10 +1,10 @@
 #include "railyard/http/server.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 
-#include <fmt/format.h>
-#include <httplib.h>
-
+#include "railyard/base/hmac.h"
 #include "railyard/base/logging.h"
 
 namespace railyard::http {
@@ -12,117 +12,139 @@ namespace railyard::http {
 using nlohmann::json;
 
 namespace {
-constexpr size_t kMaxBody = 16u << 20;
+
 base::Logger& Log() {
   static base::Logger log("extender");
   return log;
 }
+
+// Listed in /metrics even at zero, so a dashboard sees every series from the start.
+constexpr std::string_view kInvalidReasons[] = {
+    "bad_http",           "body_too_large", "busy",           "connection_limit",
+    "header_too_large",   "invalid_args",   "malformed_json", "not_found",
+    "method_not_allowed", "timeout",        "too_deep",       "unauthorized"};
+
+HttpResponse JsonResponse(int status, const json& body) {
+  return {status, "application/json", DumpJson(body), {}};
+}
+
 }  // namespace
 
-ExtenderServer::ExtenderServer(Extender* extender)
-    : extender_(extender), server_(std::make_unique<httplib::Server>()) {
-  auto& s = *server_;
-  s.set_payload_max_length(kMaxBody);
-  // cpp-httplib's default also sets SO_REUSEPORT, which lets a second server silently share
-  // the port; a busy port must be an error instead.
-  s.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  s.set_read_timeout(10, 0);
-  s.set_write_timeout(10, 0);
-
-  auto verb = [this](const char* path, Result<json> (Extender::*fn)(const json&)) {
-    server_->Post(path, [this, fn, path](const httplib::Request& req, httplib::Response& res) {
-      auto start = std::chrono::steady_clock::now();
-      json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-      Result<json> out = body.is_discarded()
-                             ? Result<json>(InvalidArgument("request body is not valid JSON"))
-                             : (extender_->*fn)(body);
-      if (out.ok()) {
-        res.set_content(out->dump(), "application/json");
-      } else {
-        Log().Warn("{} from {}: {}", path, req.remote_addr, out.status().message());
-        res.status = 400;
-        res.set_content(json{{"Error", out.status().message()}}.dump(), "application/json");
-      }
-      requests_.fetch_add(1);
-      request_nanos_.fetch_add(static_cast<uint64_t>(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
-                                                               start)
-              .count()));
-    });
-  };
-  verb("/filter", &Extender::Filter);
-  verb("/prioritize", &Extender::Prioritize);
-
-  for (bool bound : {true, false}) {
-    s.Post(bound ? "/bound" : "/unbound",
-           [this, bound](const httplib::Request& req, httplib::Response& res) {
-             json body = json::parse(req.body, nullptr, false);
-             const json* group = FindKey(body, "group");
-             const json* node = FindKey(body, "node");
-             if (!group || !node || !group->is_string() || !node->is_string()) {
-               res.status = 400;
-               res.set_content(json{{"Error", "expected {\"group\": ..., \"node\": ...}"}}.dump(),
-                               "application/json");
-               return;
-             }
-             Status st = Status::Ok();
-             if (bound) st = extender_->RecordBound(*group, *node);
-             else extender_->ForgetBound(*group, *node);
-             if (!st.ok()) {
-               res.status = 400;
-               res.set_content(json{{"Error", st.message()}}.dump(), "application/json");
-               return;
-             }
-             res.set_content(json{{"Error", ""}}.dump(), "application/json");
-           });
+Status AuthorizeBindingUpdate(const HttpRequest& request, std::string_view token) {
+  if (token.empty()) {
+    if (request.peer_is_loopback) return Status::Ok();
+    return PermissionDenied(
+        "{} {} from {}: binding updates are accepted from this host only unless the server "
+        "was started with --token-file",
+        request.method, request.path, request.peer);
   }
-  s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
-  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(Metrics(), "text/plain; version=0.0.4");
-  });
-}
-
-ExtenderServer::~ExtenderServer() { Stop(); }
-
-Status ExtenderServer::Bind(const std::string& address, int port) {
-  if (port == 0) {
-    port_ = server_->bind_to_any_port(address.c_str());
-    if (port_ < 0) return Unavailable("cannot listen on {} (any port)", address);
-    return Status::Ok();
+  const std::string* auth = request.Header("authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (auth == nullptr || auth->compare(0, kBearer.size(), kBearer) != 0) {
+    return PermissionDenied("{} {} from {}: expected 'Authorization: Bearer <token>'",
+                            request.method, request.path, request.peer);
   }
-  if (!server_->bind_to_port(address.c_str(), port)) {
-    return Unavailable("cannot listen on {}:{} (in use, or not an address of this host)",
-                       address, port);
+  if (!base::ConstantTimeEqual(std::string_view(*auth).substr(kBearer.size()), token)) {
+    return PermissionDenied("{} {} from {}: the bearer token does not match", request.method,
+                            request.path, request.peer);
   }
-  port_ = port;
   return Status::Ok();
 }
 
-Status ExtenderServer::Serve() {
-  if (!server_->listen_after_bind()) return Unavailable("extender server stopped with an error");
-  return Status::Ok();
+ExtenderServer::ExtenderServer(Extender* extender, ExtenderServerOptions options)
+    : extender_(extender), options_(std::move(options)), server_(options_.http) {
+  server_.Route("POST", "/filter", [this](HttpRequest& r) { return Verb(r, true); });
+  server_.Route("POST", "/prioritize", [this](HttpRequest& r) { return Verb(r, false); });
+  server_.Route("POST", "/bound", [this](HttpRequest& r) { return Binding(r, true); });
+  server_.Route("POST", "/unbound", [this](HttpRequest& r) { return Binding(r, false); });
+  server_.Route(
+      "GET", "/healthz",
+      [](HttpRequest&) {
+        return HttpResponse{200, "text/plain", "ok\n", {}};
+      },
+      /*on_loop=*/true);
+  // Not on the loop: it takes the extender's lock, which a long /filter may hold.
+  server_.Route("GET", "/metrics", [this](HttpRequest&) {
+    return HttpResponse{200, "text/plain; version=0.0.4", Metrics(), {}};
+  });
 }
 
-void ExtenderServer::Stop() {
-  if (server_) server_->stop();
+HttpResponse ExtenderServer::Refuse(const HttpRequest& request, int status, std::string_view reason,
+                                    std::string_view message) {
+  server_.CountInvalid(reason);
+  Log().Debug("{} from {}: {}", request.path, request.peer, message);
+  return JsonResponse(status, json{{"Error", message}});
+}
+
+HttpResponse ExtenderServer::Verb(HttpRequest& request, bool filter) {
+  const auto start = std::chrono::steady_clock::now();
+  HttpResponse response;
+  auto body = ParseJsonBody(request.body, options_.max_json_depth);
+  std::string().swap(request.body);
+  if (!body.ok()) {
+    const bool deep = body.status().code() == StatusCode::kResourceExhausted;
+    response = Refuse(request, 400, deep ? "too_deep" : "malformed_json", body.status().message());
+  } else {
+    Result<json> out = filter ? extender_->Filter(std::move(*body)) : extender_->Prioritize(*body);
+    if (out.ok()) {
+      response = JsonResponse(200, *out);
+    } else {
+      response = Refuse(request, 400, "invalid_args", out.status().message());
+    }
+  }
+  requests_.fetch_add(1);
+  request_nanos_.fetch_add(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count()));
+  return response;
+}
+
+HttpResponse ExtenderServer::Binding(HttpRequest& request, bool bound) {
+  if (Status auth = AuthorizeBindingUpdate(request, options_.binding_token); !auth.ok()) {
+    const bool with_token = !options_.binding_token.empty();
+    HttpResponse r = Refuse(request, with_token ? 401 : 403, "unauthorized", auth.message());
+    if (with_token) r.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return r;
+  }
+  auto body = ParseJsonBody(request.body, options_.max_json_depth);
+  if (!body.ok()) {
+    const bool deep = body.status().code() == StatusCode::kResourceExhausted;
+    return Refuse(request, 400, deep ? "too_deep" : "malformed_json", body.status().message());
+  }
+  const json* group = FindKey(*body, "group");
+  const json* node = FindKey(*body, "node");
+  if (!group || !node || !group->is_string() || !node->is_string()) {
+    return Refuse(request, 400, "invalid_args", "expected {\"group\": ..., \"node\": ...}");
+  }
+  Status st = Status::Ok();
+  if (bound) {
+    st = extender_->RecordBound(*group, *node);
+  } else {
+    extender_->ForgetBound(*group, *node);
+  }
+  if (!st.ok()) return Refuse(request, 400, "invalid_args", st.message());
+  return JsonResponse(200, json{{"Error", ""}});
 }
 
 std::string ExtenderServer::Metrics() const {
   ExtenderCounters c = extender_->counters();
+  std::map<std::string, uint64_t> invalid = server_.InvalidCounts();
+  for (std::string_view reason : kInvalidReasons) invalid.try_emplace(std::string(reason), 0);
   std::string out;
   out += "# HELP railyard_extender_requests_total Extender verb requests.\n";
   out += "# TYPE railyard_extender_requests_total counter\n";
   out += fmt::format("railyard_extender_requests_total{{verb=\"filter\"}} {}\n", c.filter_requests);
   out += fmt::format("railyard_extender_requests_total{{verb=\"prioritize\"}} {}\n",
                      c.prioritize_requests);
-  out += "# HELP railyard_extender_bad_requests_total Requests rejected as malformed.\n";
-  out += "# TYPE railyard_extender_bad_requests_total counter\n";
-  out += fmt::format("railyard_extender_bad_requests_total {}\n", c.bad_requests);
+  out += "# HELP railyard_extender_invalid_requests_total Requests refused, by reason.\n";
+  out += "# TYPE railyard_extender_invalid_requests_total counter\n";
+  for (const auto& [reason, count] : invalid) {
+    out += fmt::format("railyard_extender_invalid_requests_total{{reason=\"{}\"}} {}\n", reason,
+                       count);
+  }
+  out += "# HELP railyard_extender_open_connections HTTP connections open now.\n";
+  out += "# TYPE railyard_extender_open_connections gauge\n";
+  out += fmt::format("railyard_extender_open_connections {}\n", server_.open_connections());
   out += "# HELP railyard_extender_nodes_filtered_out_total Nodes failed by /filter.\n";
   out += "# TYPE railyard_extender_nodes_filtered_out_total counter\n";
   out += fmt::format("railyard_extender_nodes_filtered_out_total {}\n", c.nodes_filtered_out);
