@@ -1,11 +1,10 @@
-// `railyard bench comm` from the command line: a real multi-process run with checked JSON,
-// and one clear line with exit code 2 for each kind of bad input.
+// `railyard bench comm` from the command line: a real multi-process run with checked JSON, a
+// wrong timed result that fails the run naming its row, and one clear line with exit code 2
+// for each kind of bad input.
+#include <gtest/gtest.h>
 #include <signal.h>
 
-#include <gtest/gtest.h>
-
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.h"
@@ -23,8 +22,8 @@ TEST(BenchCommCli, JsonRowsFromThreeRankProcesses) {
     ASSERT_TRUE(j.is_array()) << r.out;
     ASSERT_EQ(j.size(), 3u) << r.out;  // 4, 8 and 16 KiB
     for (const auto& row : j) {
-      for (const char* key : {"size_bytes", "count", "type", "time_us", "algbw_gbps",
-                              "busbw_gbps", "wrong"}) {
+      for (const char* key :
+           {"size_bytes", "count", "type", "time_us", "algbw_gbps", "busbw_gbps", "wrong"}) {
         EXPECT_TRUE(row.contains(key)) << key << " in " << row.dump();
       }
       EXPECT_EQ(row["wrong"], 0) << row.dump();
@@ -37,11 +36,45 @@ TEST(BenchCommCli, JsonRowsFromThreeRankProcesses) {
   }
 }
 
+// Rank 1 inverts its result of timed iteration 2 (of 5) in the 8 KiB row, through the
+// test-only fault RAILYARD_BENCH_CORRUPT_FOR_TEST: neither the untimed check nor the final
+// full one can see it, the sampled check does. Every row is still printed, only that row
+// counts wrong values (all 18 sampled positions), and the command exits 1 naming it.
+TEST(BenchCommCli, WrongTimedResultFailsTheRunAndNamesTheRow) {
+  for (bool json : {true, false}) {
+    std::vector<std::string> args = {"bench",       "comm", "--ranks",  "2",
+                                     "--transport", "tcp",  "--sizes",  "4KiB,8KiB,16KiB",
+                                     "--iters",     "5",    "--warmup", "1"};
+    if (json) args.push_back("--json");
+    auto r = RunRailyard(args, {{"RAILYARD_BENCH_CORRUPT_FOR_TEST", "1:8192:2"}});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("wrong values in 1 of 3 rows: allreduce 8192 B (f32 sum): 18 of"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("4096 B"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("16384 B"), std::string::npos) << r.err;
+    if (json) {
+      auto j = nlohmann::json::parse(r.out, nullptr, false);
+      ASSERT_TRUE(j.is_array() && j.size() == 3) << r.out;
+      EXPECT_EQ(j[0]["wrong"], 0) << r.out;
+      EXPECT_EQ(j[1]["wrong"], 18) << r.out;
+      EXPECT_EQ(j[2]["wrong"], 0) << r.out;
+      // Both ranks: the untimed and the last iteration in full, 4 sampled ones at 18 each.
+      EXPECT_EQ(j[1]["checked"], 2 * (2 * 2048 + 4 * 18)) << r.out;
+    } else {
+      EXPECT_NE(r.out.find("Out of bounds values : 18 FAILED"), std::string::npos) << r.out;
+    }
+  }
+  // Without the fault the same run passes.
+  auto r = RunRailyard({"bench", "comm", "--ranks", "2", "--transport", "tcp", "--sizes",
+                        "4KiB,8KiB,16KiB", "--iters", "5", "--warmup", "1", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST(BenchCommCli, HierarchicalAllreduceAcrossPretendHosts) {
   // Ranks 0-1 and 2-3 report different hosts: shm inside each, tcp between the leaders.
-  auto r = RunRailyard({"bench", "comm", "--ranks", "4", "--local-hosts", "2", "--transport",
-                        "tcp", "--algorithm", "hier", "--sizes", "4KiB:2MiB", "--iters", "2",
-                        "--json"});
+  auto r = RunRailyard({"bench", "comm", "--ranks", "4", "--local-hosts", "2", "--transport", "tcp",
+                        "--algorithm", "hier", "--sizes", "4KiB:2MiB", "--iters", "2", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_TRUE(j.is_array() && j.size() == 10) << r.out;
@@ -60,8 +93,9 @@ TEST(BenchCommCli, SixtyFourRanksConnect) {
     EXPECT_EQ(j[0]["wrong"], 0) << transport << ": " << r.out;
     EXPECT_EQ(j[0]["size_bytes"], 4096) << transport << ": " << r.out;
     // busbw = algbw * 2(n-1)/n: the factor shows all 64 ranks took part.
-    EXPECT_NEAR(j[0]["busbw_gbps"].get<double>() / j[0]["algbw_gbps"].get<double>(),
-                2.0 * 63 / 64, 1e-9) << transport << ": " << r.out;
+    EXPECT_NEAR(j[0]["busbw_gbps"].get<double>() / j[0]["algbw_gbps"].get<double>(), 2.0 * 63 / 64,
+                1e-9)
+        << transport << ": " << r.out;
   }
 }
 
@@ -82,8 +116,8 @@ pid_t RankPid(pid_t launcher, int rank) {
 // launcher then kills it and exits by itself, naming it, instead of waiting for it forever.
 TEST(BenchCommCli, LauncherKillsAStoppedRankAfterTheOthersFailed) {
   base::SpawnOptions o;
-  o.argv = {RAILYARD_BINARY, "bench", "comm", "--ranks", "3", "--transport", "tcp", "--sizes",
-            "256KiB", "--iters", "100000", "--timeout", "1s"};
+  o.argv = {RAILYARD_BINARY, "bench",  "comm",    "--ranks", "3",         "--transport", "tcp",
+            "--sizes",       "256KiB", "--iters", "100000",  "--timeout", "1s"};
   auto launcher = base::Child::Spawn(o);
   ASSERT_TRUE(launcher.ok()) << launcher.status().ToString();
   auto deadline = base::Deadline::After(std::chrono::seconds(60));
@@ -101,7 +135,8 @@ TEST(BenchCommCli, LauncherKillsAStoppedRankAfterTheOthersFailed) {
   ASSERT_TRUE(e.ok()) << "the launcher did not exit: " << e.status().ToString();
   EXPECT_EQ(e->exit_code, 1) << e->stderr_text;
   EXPECT_NE(e->stderr_text.find(fmt::format("rank 1 (pid {}) was killed by signal 9", victim)),
-            std::string::npos) << e->stderr_text;
+            std::string::npos)
+      << e->stderr_text;
   EXPECT_NE(e->stderr_text.find("killed by the launcher"), std::string::npos) << e->stderr_text;
   // The survivors' own errors name the stopped rank.
   EXPECT_NE(e->stderr_text.find("rank 1 ("), std::string::npos) << e->stderr_text;
@@ -109,8 +144,8 @@ TEST(BenchCommCli, LauncherKillsAStoppedRankAfterTheOthersFailed) {
 }
 
 TEST(BenchCommCli, TableHasNcclTestsColumns) {
-  auto r = RunRailyard({"bench", "comm", "--ranks", "2", "--transport", "tcp", "--op",
-                        "allgather", "--sizes", "8KiB", "--iters", "2"});
+  auto r = RunRailyard({"bench", "comm", "--ranks", "2", "--transport", "tcp", "--op", "allgather",
+                        "--sizes", "8KiB", "--iters", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("#wrong"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("busbw"), std::string::npos) << r.out;
@@ -172,6 +207,13 @@ TEST(BenchCommCli, TcpCongestionControlIsCheckedBeforeAnyRankStarts) {
                         "--transport", "tcp", "--json"},
                        {{"RAILYARD_TCP_CC", "reno"}});
   EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST(BenchCommCli, MalformedTestOnlyFaultIsBadInput) {
+  for (const char* bad : {"x", "1:8192", "1:8192:2:3", "-1:8192:2", "1::2"}) {
+    ExpectBadInput(Quick({}), "RAILYARD_BENCH_CORRUPT_FOR_TEST",
+                   {{"RAILYARD_BENCH_CORRUPT_FOR_TEST", bad}});
+  }
 }
 
 TEST(BenchCommCli, ShmAcrossPretendHostsIsBadInput) {

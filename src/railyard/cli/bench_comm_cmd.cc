@@ -5,18 +5,24 @@
 // to the ranks through the environment (comm/bootstrap.h); the ranks are this same binary
 // with the hidden --worker flag. Rank 0 serves the rendezvous store. If a rank dies, the
 // survivors fail naming it (comm's failure attribution) and the launcher exits non-zero
-// naming the rank and how it ended.
+// naming the rank and how it ended. A row with wrong values (comm/bench.h, Checking) makes
+// rank 0 fail naming the row, after printing every row, so the run exits non-zero.
+//
+// Test only: RAILYARD_BENCH_CORRUPT_FOR_TEST=RANK:SIZE:ITERATION has rank RANK invert every
+// byte of its result after timed iteration ITERATION (0-based) of the row of SIZE bytes, to
+// show that a wrong timed result fails the run.
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <optional>
+#include <span>
 
 #include "railyard/base/hmac.h"
 #include "railyard/base/subprocess.h"
@@ -95,12 +101,42 @@ Result<comm::CommBenchOptions> ParseBenchOptions(const CommFlags& f) {
   auto algo = comm::ParseAlgorithm(f.algorithm);
   if (!algo.ok()) return algo.status().WithContext("--algorithm");
   o.algorithm = *algo;
-  RY_RETURN_IF_ERROR(comm::CheckAlgorithm(comm::BenchOpName(o.op), o.algorithm)
-                         .WithContext(fmt::format("--algorithm {} with --op {}", f.algorithm,
-                                                  f.op)));
+  RY_RETURN_IF_ERROR(
+      comm::CheckAlgorithm(comm::BenchOpName(o.op), o.algorithm)
+          .WithContext(fmt::format("--algorithm {} with --op {}", f.algorithm, f.op)));
   RY_ASSIGN_OR_RETURN(o.iters, ParseIntFlag("--iters", f.iters, 1, 100000));
   RY_ASSIGN_OR_RETURN(o.warmup, ParseIntFlag("--warmup", f.warmup, 0, 10000));
   return o;
+}
+
+// RAILYARD_BENCH_CORRUPT_FOR_TEST (test only, see the top of this file): rank, row size in
+// bytes, timed iteration. nullopt when unset.
+struct CorruptionForTest {
+  int rank = 0;
+  uint64_t size = 0;
+  int iteration = 0;
+};
+
+Result<std::optional<CorruptionForTest>> CorruptionFromEnvironment() {
+  const char* env = std::getenv("RAILYARD_BENCH_CORRUPT_FOR_TEST");
+  if (env == nullptr || *env == '\0') return std::optional<CorruptionForTest>();
+  std::string_view text = env;
+  CorruptionForTest c;
+  auto take = [&](auto& out) {
+    auto colon = std::min(text.find(':'), text.size());
+    auto [p, ec] = std::from_chars(text.data(), text.data() + colon, out);
+    bool ok = colon > 0 && ec == std::errc() && p == text.data() + colon;
+    text.remove_prefix(std::min(colon + 1, text.size()));
+    return ok;
+  };
+  if (!take(c.rank) || !take(c.size) || !take(c.iteration) || !text.empty() || c.rank < 0 ||
+      c.iteration < 0) {
+    return InvalidArgument(
+        "RAILYARD_BENCH_CORRUPT_FOR_TEST '{}': expected RANK:SIZE:ITERATION "
+        "in whole numbers (a test-only fault)",
+        env);
+  }
+  return std::optional<CorruptionForTest>(c);
 }
 
 // The transport the ranks use: --transport, else RAILYARD_TRANSPORT, else auto; resolved
@@ -114,10 +150,10 @@ Result<std::string> ChooseTransport(const CommFlags& f, int local_hosts) {
   const bool one_host = !f.use_vcluster && local_hosts == 1;
   if (requested == "shm" && !one_host) {
     return InvalidArgument(
-        "{} shm: shared memory needs every rank on one host, but {}; use tcp, ofi or auto",
-        source, f.use_vcluster ? "--vcluster runs one rank per virtual host"
-                               : fmt::format("--local-hosts {} spreads them over {} hosts",
-                                             local_hosts, local_hosts));
+        "{} shm: shared memory needs every rank on one host, but {}; use tcp, ofi or auto", source,
+        f.use_vcluster
+            ? "--vcluster runs one rank per virtual host"
+            : fmt::format("--local-hosts {} spreads them over {} hosts", local_hosts, local_hosts));
   }
   auto resolved = net::ResolveTransport(requested, one_host);
   if (!resolved.ok()) return resolved.status().WithContext(source);
@@ -125,10 +161,11 @@ Result<std::string> ChooseTransport(const CommFlags& f, int local_hosts) {
 }
 
 std::string Title(const CommFlags& f, const std::string& transport, int ranks) {
-  return fmt::format("railyard bench comm: {} {} {}, {} ranks{}, transport {}, {} iterations "
-                     "({} warm-up), sizes {}", f.op, f.type, f.redop, ranks,
-                     f.use_vcluster ? " (one per virtual host)" : "", transport, f.iters,
-                     f.warmup, f.sizes);
+  return fmt::format(
+      "railyard bench comm: {} {} {}, {} ranks{}, transport {}, {} iterations "
+      "({} warm-up), sizes {}",
+      f.op, f.type, f.redop, ranks, f.use_vcluster ? " (one per virtual host)" : "", transport,
+      f.iters, f.warmup, f.sizes);
 }
 
 // One rank: bootstrap from the environment, run, rank 0 prints.
@@ -145,6 +182,14 @@ Outcome RunWorker(const CommFlags& f) {
   if (!setup.ok()) return setup.status().WithContext("--setup-timeout");
   RY_ASSIGN_OR_RETURN(comm::Bootstrapped b, comm::Bootstrap(cfg, base::Deadline::After(*setup)));
   comm::Communicator& c = *b.comm;
+  RY_ASSIGN_OR_RETURN(auto corrupt, CorruptionFromEnvironment());
+  if (corrupt && corrupt->rank == c.rank()) {
+    o.after_timed_iteration_for_test = [want = *corrupt](uint64_t size, int iteration,
+                                                         std::span<char> result) {
+      if (size != want.size || iteration != want.iteration) return;
+      for (char& byte : result) byte = static_cast<char>(~byte);
+    };
+  }
   CommFlags shown = f;
   shown.use_vcluster = std::getenv("RAILYARD_VHOST") != nullptr;  // set on virtual hosts
   if (c.rank() == 0 && !f.json) {
@@ -168,11 +213,15 @@ Outcome RunWorker(const CommFlags& f) {
   }
   // Everyone leaves together: a rank that exits early looks like a crash to a peer still
   // finishing its last operation.
-  return c.Barrier();
+  RY_RETURN_IF_ERROR(c.Barrier());
+  // Every rank holds the same rows; rank 0 alone reports wrong ones.
+  if (c.rank() == 0) return comm::CheckCommBenchRows(*rows, o.op);
+  return Status::Ok();
 }
 
 std::string DescribeExit(const base::ExitInfo& e) {
-  if (e.signal != 0) return fmt::format("was killed by signal {} ({})", e.signal, strsignal(e.signal));
+  if (e.signal != 0)
+    return fmt::format("was killed by signal {} ({})", e.signal, strsignal(e.signal));
   return fmt::format("exited with status {}", e.exit_code);
 }
 
@@ -199,16 +248,21 @@ Outcome RunLauncher(const CommFlags& f) {
     Status st = parsed.ok() ? parsed->Check() : parsed.status();
     if (!st.ok()) return InvalidArgument("RAILYARD_TCP_CC: {}", st.message());
   }
+  auto corrupt = CorruptionFromEnvironment();
+  if (!corrupt.ok()) return corrupt.status();
   if (f.use_vcluster && !vcluster::ValidatePrefix(f.vcluster_prefix).ok()) {
-    return InvalidArgument("--vcluster '{}': expected the prefix of a virtual cluster that is "
-                           "up (1 to {} lowercase letters or digits, starting with a letter; "
-                           "see `railyard vcluster list`)", f.vcluster_prefix,
-                           vcluster::kMaxPrefixLength);
+    return InvalidArgument(
+        "--vcluster '{}': expected the prefix of a virtual cluster that is "
+        "up (1 to {} lowercase letters or digits, starting with a letter; "
+        "see `railyard vcluster list`)",
+        f.vcluster_prefix, vcluster::kMaxPrefixLength);
   }
   auto local_hosts = ParseIntFlag("--local-hosts", f.local_hosts, 1, ranks);
   if (!local_hosts.ok() || (*local_hosts > 1 && f.use_vcluster)) {
-    return InvalidArgument("--local-hosts {}: expected 1 to --ranks ({}), and not with "
-                           "--vcluster", f.local_hosts, ranks);
+    return InvalidArgument(
+        "--local-hosts {}: expected 1 to --ranks ({}), and not with "
+        "--vcluster",
+        f.local_hosts, ranks);
   }
   RY_ASSIGN_OR_RETURN(const std::string transport, ChooseTransport(f, *local_hosts));
 
@@ -220,8 +274,10 @@ Outcome RunLauncher(const CommFlags& f) {
     if (std::find(providers.begin(), providers.end(), provider) == providers.end()) {
       std::string list;
       for (const auto& p : providers) list += (list.empty() ? "" : ", ") + p;
-      return NotFound("RAILYARD_OFI_PROVIDER: libfabric provider '{}' is not available here; "
-                      "available: {}", provider, list);
+      return NotFound(
+          "RAILYARD_OFI_PROVIDER: libfabric provider '{}' is not available here; "
+          "available: {}",
+          provider, list);
     }
   }
   const char* ifname_env = std::getenv("RAILYARD_SOCKET_IFNAME");
@@ -240,8 +296,10 @@ Outcome RunLauncher(const CommFlags& f) {
     const vcluster::ClusterState& state = *loaded;
     const auto& hosts = state.plan.hosts;
     if (ranks > static_cast<int>(hosts.size())) {
-      return InvalidArgument("--ranks {}: the virtual cluster '{}' has {} hosts (one rank per "
-                             "host with --vcluster)", ranks, state.spec().prefix, hosts.size());
+      return InvalidArgument(
+          "--ranks {}: the virtual cluster '{}' has {} hosts (one rank per "
+          "host with --vcluster)",
+          ranks, state.spec().prefix, hosts.size());
     }
     store_ip = hosts[0].address;
     for (int r = 0; r < ranks; ++r) {
@@ -274,10 +332,28 @@ Outcome RunLauncher(const CommFlags& f) {
   std::vector<base::Child> children;
   for (int r = 0; r < ranks; ++r) {
     base::SpawnOptions& s = spawns[r];
-    s.argv = {SelfExecutable(), "bench", "comm", "--worker", "--op", f.op, "--type", f.type,
-              "--redop", f.redop, "--sizes", f.sizes, "--algorithm", f.algorithm, "--iters",
-              std::to_string(o.iters), "--warmup", std::to_string(o.warmup), "--timeout",
-              f.timeout, "--setup-timeout", f.setup_timeout};
+    s.argv = {SelfExecutable(),
+              "bench",
+              "comm",
+              "--worker",
+              "--op",
+              f.op,
+              "--type",
+              f.type,
+              "--redop",
+              f.redop,
+              "--sizes",
+              f.sizes,
+              "--algorithm",
+              f.algorithm,
+              "--iters",
+              std::to_string(o.iters),
+              "--warmup",
+              std::to_string(o.warmup),
+              "--timeout",
+              f.timeout,
+              "--setup-timeout",
+              f.setup_timeout};
     if (f.json) s.argv.push_back("--json");
     if (f.check) s.argv.push_back("--check");
     for (auto& kv : common) s.env.push_back(kv);
@@ -302,8 +378,8 @@ Outcome RunLauncher(const CommFlags& f) {
   // Every rank bounds each operation by --timeout; the whole run by that times the number
   // of operations it issues, plus set-up.
   // A safety net only: ranks bound every operation themselves and never hang.
-  auto overall = base::Deadline::After(*setup + *timeout * 4 +
-                                       std::chrono::seconds(120) * o.sizes.size());
+  auto overall =
+      base::Deadline::After(*setup + *timeout * 4 + std::chrono::seconds(120) * o.sizes.size());
   std::vector<std::optional<base::ExitInfo>> exits(ranks);
   std::vector<std::string> killed_why(ranks);
   int running = ranks;
@@ -330,10 +406,10 @@ Outcome RunLauncher(const CommFlags& f) {
       for (int r = 0; r < ranks; ++r) {
         if (exits[r]) continue;
         exits[r] = children[r].KillAndReap();
-        killed_why[r] = fmt::format("still running {} after rank {} failed (stopped, or hung "
-                                    "outside communication): killed by the launcher",
-                                    base::FormatDuration(*timeout + std::chrono::seconds(3)),
-                                    first_failed);
+        killed_why[r] = fmt::format(
+            "still running {} after rank {} failed (stopped, or hung "
+            "outside communication): killed by the launcher",
+            base::FormatDuration(*timeout + std::chrono::seconds(3)), first_failed);
         --running;
       }
     }
@@ -341,14 +417,19 @@ Outcome RunLauncher(const CommFlags& f) {
       for (int r = 0; r < ranks; ++r) {
         if (!exits[r]) exits[r] = children[r].KillAndReap();
       }
-      return DeadlineExceeded("bench comm: ranks still running after the overall deadline; "
-                              "killed them");
+      return DeadlineExceeded(
+          "bench comm: ranks still running after the overall deadline; "
+          "killed them");
     }
   }
   std::string failures;
   for (int r = 0; r < ranks; ++r) {
     if (exits[r]->Succeeded()) continue;
     std::string first_line = exits[r]->stderr_text.substr(0, exits[r]->stderr_text.find('\n'));
+    // Rank 0 writes to the terminal itself; its error line is already above.
+    if (r == 0 && first_line.empty() && exits[r]->signal == 0) {
+      first_line = "its error is printed above";
+    }
     if (!killed_why[r].empty()) first_line = killed_why[r];
     failures += fmt::format("\n  rank {} (pid {}) {}{}{}", r, children[r].pid(),
                             DescribeExit(*exits[r]), first_line.empty() ? "" : ": ", first_line);
@@ -376,7 +457,8 @@ void RegisterBenchCommCommand(CLI::App* bench, Action* action) {
       ->capture_default_str();
   c->add_option("--type", f->type, "f32, f64, f16, bf16, i32, i64, u8")->capture_default_str();
   c->add_option("--redop", f->redop, "sum, prod, min, max, avg")->capture_default_str();
-  c->add_option("--sizes", f->sizes, "bytes of one rank's buffer: MIN:MAX (doubling), a comma "
+  c->add_option("--sizes", f->sizes,
+                "bytes of one rank's buffer: MIN:MAX (doubling), a comma "
                 "list such as 4KiB,1MiB,64MiB, or one size; each at least one element of "
                 "--type (per rank for allgather, reduce_scatter, alltoall)")
       ->capture_default_str();
@@ -391,16 +473,23 @@ void RegisterBenchCommCommand(CLI::App* bench, Action* action) {
   c->add_option("--warmup", f->warmup, "untimed iterations per size (0-10000)")
       ->type_name("INT")
       ->capture_default_str();
-  c->add_option("--timeout", f->timeout, "deadline of each operation; a rank that stalls or dies "
-                "is named within this plus about 1s")->capture_default_str();
-  c->add_option("--setup-timeout", f->setup_timeout, "deadline for every rank to start, meet "
-                "at the rendezvous store and connect")->capture_default_str();
+  c->add_option("--timeout", f->timeout,
+                "deadline of each operation; a rank that stalls or dies "
+                "is named within this plus about 1s")
+      ->capture_default_str();
+  c->add_option("--setup-timeout", f->setup_timeout,
+                "deadline for every rank to start, meet "
+                "at the rendezvous store and connect")
+      ->capture_default_str();
   c->add_flag("--check", f->check, "ranks compare operation, type and count before each call");
-  c->add_flag("--json", f->json, "print the rows as a JSON array (size_bytes, count, type, "
-              "time_us, algbw_gbps, busbw_gbps, wrong)");
-  c->add_option("--vcluster", f->vcluster_prefix, "one rank per host of this virtual cluster "
+  c->add_flag("--json", f->json,
+              "print the rows as a JSON array (size_bytes, count, type, "
+              "time_us, algbw_gbps, busbw_gbps, wrong, checked)");
+  c->add_option("--vcluster", f->vcluster_prefix,
+                "one rank per host of this virtual cluster "
                 "(its prefix; see `railyard vcluster up`)");
-  c->add_option("--local-hosts", f->local_hosts, "pretend the ranks run on this many hosts "
+  c->add_option("--local-hosts", f->local_hosts,
+                "pretend the ranks run on this many hosts "
                 "(consecutive ranks share one), to exercise the hierarchical allreduce "
                 "(shm inside a host, the transport across) on one machine")
       ->type_name("INT")
@@ -421,7 +510,9 @@ void RegisterBenchCommCommand(CLI::App* bench, Action* action) {
       "between ranks of one kernel); all but RAILYARD_OFI_DOMAIN are checked before any\n"
       "rank starts.\n"
       "Columns follow nccl-tests: busbw = algbw x 2(n-1)/n for allreduce, (n-1)/n for\n"
-      "allgather, reduce_scatter and alltoall, 1 for broadcast. Docs: docs/comm.md\n");
+      "allgather, reduce_scatter and alltoall, 1 for broadcast. Every timed iteration's result\n"
+      "is checked (sampled positions; the last in full); a row with wrong values makes the\n"
+      "command exit 1 naming the row, after printing every row. Docs: docs/comm.md\n");
   c->callback([f, c, action] {
     f->use_vcluster = c->count("--vcluster") > 0;
     f->transport_given = c->count("--transport") > 0;

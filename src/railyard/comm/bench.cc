@@ -1,8 +1,8 @@
 #include "railyard/comm/bench.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
-
 #include <nlohmann/json.hpp>
 
 #include "railyard/base/clock.h"
@@ -19,10 +19,19 @@ double ReduceValues(ReduceOp op, int n, size_t i) {
   for (int r = 1; r < n; ++r) {
     double v = Value(r, i);
     switch (op) {
-      case ReduceOp::kSum: case ReduceOp::kAvg: acc += v; break;
-      case ReduceOp::kProd: acc *= v; break;
-      case ReduceOp::kMin: acc = std::min(acc, v); break;
-      case ReduceOp::kMax: acc = std::max(acc, v); break;
+      case ReduceOp::kSum:
+      case ReduceOp::kAvg:
+        acc += v;
+        break;
+      case ReduceOp::kProd:
+        acc *= v;
+        break;
+      case ReduceOp::kMin:
+        acc = std::min(acc, v);
+        break;
+      case ReduceOp::kMax:
+        acc = std::max(acc, v);
+        break;
     }
   }
   return acc;
@@ -79,7 +88,8 @@ void Prepare(const CommBenchOptions& o, int rank, int n, uint64_t count, Buffers
       resize(b.send, block), resize(b.recv, count), resize(b.want, count);
       for (uint64_t i = 0; i < block; ++i) StoreValue(o.type, b.send.data(), i, Value(rank, i));
       for (int r = 0; r < n; ++r) {
-        for (uint64_t i = 0; i < block; ++i) StoreValue(o.type, b.want.data(), r * block + i, Value(r, i));
+        for (uint64_t i = 0; i < block; ++i)
+          StoreValue(o.type, b.want.data(), r * block + i, Value(r, i));
       }
       break;
     case BenchOp::kReduceScatter:
@@ -117,15 +127,66 @@ uint64_t CountWrong(const std::vector<char>& got, const std::vector<char>& want,
   return wrong;
 }
 
+// Every byte of element `i` of `result` becomes the inverse of the expected byte: a value
+// no correct call leaves there, whatever the type.
+void PoisonElement(std::vector<char>& result, const std::vector<char>& want, size_t es,
+                   uint64_t i) {
+  for (size_t k = i * es; k < (i + 1) * es; ++k) result[k] = static_cast<char>(~want[k]);
+}
+
+void PoisonAll(std::vector<char>& result, const std::vector<char>& want) {
+  for (size_t k = 0; k < result.size(); ++k) result[k] = static_cast<char>(~want[k]);
+}
+
+// The positions one sampled timed iteration checks: the first and last element, and
+// kCommBenchSamples drawn by splitmix64 from (size, iteration, rank), so they move from
+// iteration to iteration and differ between ranks. No division: a multiply-shift maps the
+// draw onto [0, elems).
+struct Samples {
+  std::array<uint64_t, kCommBenchSamples + 2> at{};
+  int n = 0;
+};
+
+Samples SamplePositions(uint64_t elems, uint64_t size_bytes, int iteration, int rank) {
+  Samples s;
+  if (elems == 0) return s;
+  uint64_t state = size_bytes * 0x9e3779b97f4a7c15ull ^ (static_cast<uint64_t>(iteration) << 20) ^
+                   static_cast<uint64_t>(rank);
+  s.at[s.n++] = 0;
+  if (elems > 1) s.at[s.n++] = elems - 1;
+  for (int j = 0; j < kCommBenchSamples; ++j) {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    s.at[s.n++] = static_cast<uint64_t>((static_cast<unsigned __int128>(z) * elems) >> 64);
+  }
+  return s;
+}
+
+uint64_t CountWrongAt(const std::vector<char>& got, const std::vector<char>& want, size_t es,
+                      const Samples& s) {
+  uint64_t wrong = 0;
+  for (int j = 0; j < s.n; ++j) {
+    if (std::memcmp(got.data() + s.at[j] * es, want.data() + s.at[j] * es, es) != 0) ++wrong;
+  }
+  return wrong;
+}
+
 }  // namespace
 
 std::string_view BenchOpName(BenchOp op) {
   switch (op) {
-    case BenchOp::kAllreduce: return "allreduce";
-    case BenchOp::kAllgather: return "allgather";
-    case BenchOp::kReduceScatter: return "reduce_scatter";
-    case BenchOp::kBroadcast: return "broadcast";
-    case BenchOp::kAlltoall: return "alltoall";
+    case BenchOp::kAllreduce:
+      return "allreduce";
+    case BenchOp::kAllgather:
+      return "allgather";
+    case BenchOp::kReduceScatter:
+      return "reduce_scatter";
+    case BenchOp::kBroadcast:
+      return "broadcast";
+    case BenchOp::kAlltoall:
+      return "alltoall";
   }
   return "?";
 }
@@ -135,24 +196,30 @@ Result<BenchOp> ParseBenchOp(std::string_view text) {
                      BenchOp::kBroadcast, BenchOp::kAlltoall}) {
     if (text == BenchOpName(op)) return op;
   }
-  return InvalidArgument("unknown operation '{}'; expected allreduce, allgather, "
-                         "reduce_scatter, broadcast or alltoall", text);
+  return InvalidArgument(
+      "unknown operation '{}'; expected allreduce, allgather, "
+      "reduce_scatter, broadcast or alltoall",
+      text);
 }
 
 double BusBandwidthFactor(BenchOp op, int n) {
   switch (op) {
-    case BenchOp::kAllreduce: return 2.0 * (n - 1) / n;
-    case BenchOp::kBroadcast: return 1.0;
-    default: return static_cast<double>(n - 1) / n;
+    case BenchOp::kAllreduce:
+      return 2.0 * (n - 1) / n;
+    case BenchOp::kBroadcast:
+      return 1.0;
+    default:
+      return static_cast<double>(n - 1) / n;
   }
 }
 
 Result<std::vector<uint64_t>> ParseSizes(std::string_view text) {
   constexpr uint64_t kMaxBytes = uint64_t{16} << 30;
   auto malformed = [&] {
-    return InvalidArgument("sizes '{}' are malformed; expected MIN:MAX such as 4KiB:64MiB, a "
-                           "comma list such as 4KiB,1MiB,64MiB, or one size such as 1MiB",
-                           text);
+    return InvalidArgument(
+        "sizes '{}' are malformed; expected MIN:MAX such as 4KiB:64MiB, a "
+        "comma list such as 4KiB,1MiB,64MiB, or one size such as 1MiB",
+        text);
   };
   std::vector<uint64_t> sizes;
   if (text.find(',') != std::string_view::npos) {
@@ -190,19 +257,20 @@ Result<std::vector<uint64_t>> ParseSizes(std::string_view text) {
 
 Status CheckCommBenchSizes(const CommBenchOptions& o, int ranks) {
   const size_t es = SizeOf(o.type);
-  const bool blocks = o.op == BenchOp::kAllgather || o.op == BenchOp::kReduceScatter ||
-                      o.op == BenchOp::kAlltoall;
+  const bool blocks =
+      o.op == BenchOp::kAllgather || o.op == BenchOp::kReduceScatter || o.op == BenchOp::kAlltoall;
   const uint64_t need = blocks ? static_cast<uint64_t>(std::max(ranks, 1)) : 1;
   if (o.sizes.empty()) return InvalidArgument("no sizes to measure");
   for (uint64_t bytes : o.sizes) {
     if (bytes < es) {
-      return InvalidArgument("a size of {} bytes is smaller than one {} element ({} bytes)",
-                             bytes, DataTypeName(o.type), es);
+      return InvalidArgument("a size of {} bytes is smaller than one {} element ({} bytes)", bytes,
+                             DataTypeName(o.type), es);
     }
     if (bytes / es < need) {
-      return InvalidArgument("a size of {} bytes is too small: {} over {} ranks needs at least "
-                             "one {} element per rank ({} bytes)", bytes, BenchOpName(o.op),
-                             ranks, DataTypeName(o.type), need * es);
+      return InvalidArgument(
+          "a size of {} bytes is too small: {} over {} ranks needs at least "
+          "one {} element per rank ({} bytes)",
+          bytes, BenchOpName(o.op), ranks, DataTypeName(o.type), need * es);
     }
   }
   return Status::Ok();
@@ -217,17 +285,43 @@ Result<std::vector<CommBenchRow>> RunCommBench(Communicator& c, const CommBenchO
     uint64_t count = CountFor(o.op, bytes, es, n);
     Buffers b;
     Prepare(o, c.rank(), n, count, b);
-    // Correctness first, on known data; then warm-up and timed iterations.
+    const uint64_t elems = b.recv.size() / es;
+    // The broadcast root's buffer is its input: never poisoned (its check is trivial).
+    const bool poison = !(o.op == BenchOp::kBroadcast && c.rank() == 0);
+    // Correctness first, on known data, in full; then warm-up and timed iterations.
+    if (poison) PoisonAll(b.recv, b.want);
     RY_RETURN_IF_ERROR(RunOnce(c, o, count, b));
-    int64_t wrong = static_cast<int64_t>(CountWrong(b.recv, b.want, es));
+    // {wrong, checked}, summed over ranks after the timed loop.
+    int64_t tally[2] = {static_cast<int64_t>(CountWrong(b.recv, b.want, es)),
+                        static_cast<int64_t>(elems)};
     for (int i = 0; i < o.warmup; ++i) RY_RETURN_IF_ERROR(RunOnce(c, o, count, b));
+    if (poison) PoisonAll(b.recv, b.want);
     RY_RETURN_IF_ERROR(c.Barrier());
     if (o.on_timing_start) o.on_timing_start(count * es);
     auto start = base::Clock::now();
-    for (int i = 0; i < o.iters; ++i) RY_RETURN_IF_ERROR(RunOnce(c, o, count, b));
+    for (int i = 0; i < o.iters; ++i) {
+      const bool sampled = i + 1 < o.iters;  // the last one is checked in full below
+      Samples at;
+      if (sampled) {
+        at = SamplePositions(elems, bytes, i, c.rank());
+        if (poison) {
+          for (int j = 0; j < at.n; ++j) PoisonElement(b.recv, b.want, es, at.at[j]);
+        }
+      }
+      RY_RETURN_IF_ERROR(RunOnce(c, o, count, b));
+      if (o.after_timed_iteration_for_test) {
+        o.after_timed_iteration_for_test(count * es, i, std::span<char>(b.recv));
+      }
+      if (sampled) {
+        tally[0] += static_cast<int64_t>(CountWrongAt(b.recv, b.want, es, at));
+        tally[1] += at.n;
+      }
+    }
     double seconds = base::SecondsSince(start) / std::max(1, o.iters);
+    tally[0] += static_cast<int64_t>(CountWrong(b.recv, b.want, es));
+    tally[1] += static_cast<int64_t>(elems);
     RY_RETURN_IF_ERROR(c.Allreduce(&seconds, &seconds, 1, DataType::kF64, ReduceOp::kMax));
-    RY_RETURN_IF_ERROR(c.Allreduce(&wrong, &wrong, 1, DataType::kI64, ReduceOp::kSum));
+    RY_RETURN_IF_ERROR(c.Allreduce(tally, tally, 2, DataType::kI64, ReduceOp::kSum));
     CommBenchRow row;
     row.size_bytes = count * es;
     row.count = count;
@@ -238,28 +332,45 @@ Result<std::vector<CommBenchRow>> RunCommBench(Communicator& c, const CommBenchO
     row.time_us = seconds * 1e6;
     row.algbw_gbps = seconds > 0 ? static_cast<double>(row.size_bytes) / seconds / 1e9 : 0;
     row.busbw_gbps = row.algbw_gbps * BusBandwidthFactor(o.op, n);
-    row.wrong = static_cast<uint64_t>(wrong);
+    row.wrong = static_cast<uint64_t>(tally[0]);
+    row.checked = static_cast<uint64_t>(tally[1]);
     rows.push_back(row);
   }
   return rows;
+}
+
+Status CheckCommBenchRows(const std::vector<CommBenchRow>& rows, BenchOp op) {
+  std::string bad;
+  int count = 0;
+  for (const auto& r : rows) {
+    if (r.wrong == 0) continue;
+    ++count;
+    bad += fmt::format("{}{} {} B ({}{}{}): {} of {} checked elements wrong",
+                       bad.empty() ? "" : "; ", BenchOpName(op), r.size_bytes, r.type,
+                       r.redop.empty() ? "" : " ", r.redop, r.wrong, r.checked);
+  }
+  if (count == 0) return Status::Ok();
+  return DataLoss("wrong values in {} of {} rows: {}", count, rows.size(), bad);
 }
 
 std::string FormatCommBenchTable(const std::vector<CommBenchRow>& rows, const std::string& title) {
   std::string out = fmt::format("# {}\n", title);
   out += fmt::format("#{:>12} {:>12} {:>6} {:>6} {:>10} {:>8} {:>8} {:>7}\n", "size", "count",
                      "type", "redop", "time", "algbw", "busbw", "#wrong");
-  out += fmt::format("#{:>12} {:>12} {:>6} {:>6} {:>10} {:>8} {:>8} {:>7}\n", "(B)",
-                     "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
-  uint64_t wrong = 0;
+  out += fmt::format("#{:>12} {:>12} {:>6} {:>6} {:>10} {:>8} {:>8} {:>7}\n", "(B)", "(elements)",
+                     "", "", "(us)", "(GB/s)", "(GB/s)", "");
+  uint64_t wrong = 0, checked = 0;
   double busbw = 0;
   for (const auto& r : rows) {
     out += fmt::format(" {:>12} {:>12} {:>6} {:>6} {:>10.2f} {:>8.3f} {:>8.3f} {:>7}\n",
-                       r.size_bytes, r.count, r.type, r.redop.empty() ? "none" : r.redop,
-                       r.time_us, r.algbw_gbps, r.busbw_gbps, r.wrong);
+                       r.size_bytes, r.count, r.type, r.redop.empty() ? "none" : r.redop, r.time_us,
+                       r.algbw_gbps, r.busbw_gbps, r.wrong);
     wrong += r.wrong;
+    checked += r.checked;
     busbw += r.busbw_gbps;
   }
   out += fmt::format("# Out of bounds values : {} {}\n", wrong, wrong == 0 ? "OK" : "FAILED");
+  out += fmt::format("# Checked values       : {} (every timed iteration, sampled)\n", checked);
   out += fmt::format("# Avg bus bandwidth    : {:.3f}\n", rows.empty() ? 0.0 : busbw / rows.size());
   return out;
 }
@@ -267,9 +378,14 @@ std::string FormatCommBenchTable(const std::vector<CommBenchRow>& rows, const st
 std::string CommBenchJson(const std::vector<CommBenchRow>& rows) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& r : rows) {
-    j.push_back({{"size_bytes", r.size_bytes}, {"count", r.count}, {"type", r.type},
-                 {"time_us", r.time_us}, {"algbw_gbps", r.algbw_gbps},
-                 {"busbw_gbps", r.busbw_gbps}, {"wrong", r.wrong}});
+    j.push_back({{"size_bytes", r.size_bytes},
+                 {"count", r.count},
+                 {"type", r.type},
+                 {"time_us", r.time_us},
+                 {"algbw_gbps", r.algbw_gbps},
+                 {"busbw_gbps", r.busbw_gbps},
+                 {"wrong", r.wrong},
+                 {"checked", r.checked}});
   }
   return j.dump(2) + "\n";
 }
