@@ -582,15 +582,13 @@ Status HttpServer::Serve() {
       next = accept_paused_until_;
     }
     for (auto& [id, c] : conns) {
-      short events = 0;
-      if (c->state == Conn::State::kWrite) {
-        events = POLLOUT;
-      } else if (c->state != Conn::State::kBusy) {
-        events = POLLIN;
-      }
-      fds.push_back({c->fd.get(), events, 0});
+      // A connection whose request a worker handles is left out (fd -1): a hang-up would
+      // otherwise be reported on every wake and spin the loop until the worker is done.
+      const bool busy = c->state == Conn::State::kBusy;
+      const short events = c->state == Conn::State::kWrite ? POLLOUT : POLLIN;
+      fds.push_back({busy ? -1 : c->fd.get(), events, 0});
       polled.push_back(c.get());
-      if (c->state != Conn::State::kBusy) next = std::min(next, c->deadline);
+      if (!busy) next = std::min(next, c->deadline);
     }
     const int timeout =
         next == Clock::time_point::max() ? -1 : base::Deadline::At(next).PollTimeoutMs();
