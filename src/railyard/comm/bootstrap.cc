@@ -207,7 +207,7 @@ Result<Bootstrapped> Bootstrap(const BootstrapConfig& config, base::Deadline dea
     if (!s.ok()) return s.status().WithContext(fmt::format("rank {}: rendezvous", config.rank));
     b.store = std::move(*s);
   } else {
-    RY_ASSIGN_OR_RETURN(b.store, net::OpenFileStore(config.store_dir));
+    RY_ASSIGN_OR_RETURN(b.store, net::OpenFileStore(config.store_dir, config.secret));
   }
   // Which hosts: decides whether shm can carry everything.
   std::string prefix = config.job_id + "/comm";

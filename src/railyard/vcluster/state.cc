@@ -1,11 +1,12 @@
 #include "railyard/vcluster/state.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <ctime>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace railyard::vcluster {
@@ -37,41 +38,129 @@ std::string StateToJson(const ClusterState& s) {
   return j.dump(2) + "\n";
 }
 
-Result<ClusterState> StateFromJson(std::string_view text, std::string_view source) {
-  try {
-    json j = json::parse(text);
-    if (j.value("state_version", 0) != 1) {
-      return InvalidArgument("{}: field 'state_version': expected 1, got {}", source,
-                             j.value("state_version", json()).dump());
-    }
-    ClusterSpec spec;
-    spec.prefix = j.at("prefix").get<std::string>();
-    std::string mode = j.at("mode").get<std::string>();
-    if (mode != "netns" && mode != "loopback") {
-      return InvalidArgument("{}: field 'mode': expected netns or loopback, got '{}'", source,
-                             mode);
-    }
-    spec.mode = mode == "netns" ? Mode::kNetns : Mode::kLoopback;
-    spec.hosts = j.at("hosts").get<int>();
-    spec.leaves = j.at("leaves").get<int>();
-    spec.leaf_rate_bits = j.at("leaf_rate_bits").get<uint64_t>();
-    spec.spine_rate_bits = j.at("spine_rate_bits").get<uint64_t>();
-    Status valid = ValidateSpec(spec);
-    if (!valid.ok()) return valid.WithContext(source);
-    ClusterState s;
-    s.plan = MakePlan(spec);
-    s.created = j.value("created", "");
-    s.host_rates = j.value("host_rates", std::map<std::string, uint64_t>{});
-    s.cut = j.value("cut", std::set<std::string>{});
-    for (const auto& p : j.value("paths", json::array())) {
-      s.paths.push_back({p.at("a").get<std::string>(), p.at("b").get<std::string>(),
-                         p.at("rate_bits").get<uint64_t>()});
-    }
-    s.topology_file = j.value("topology_file", "");
-    return s;
-  } catch (const json::exception& e) {
-    return InvalidArgument("{}: malformed vcluster state file: {}", source, e.what());
+namespace {
+
+// Reads one field of the state file, naming it and the expected type when it is missing or
+// of another type, so a hand-edited or truncated file says what to fix.
+class Fields {
+ public:
+  Fields(const json& object, std::string_view source, std::string where)
+      : object_(object), source_(source), where_(std::move(where)) {}
+
+  Result<std::string> String(const char* name, bool required = true) const {
+    RY_ASSIGN_OR_RETURN(const json* v, Find(name, required, "a string", &json::is_string));
+    return v ? v->get<std::string>() : std::string();
   }
+  Result<int> Int(const char* name) const {
+    RY_ASSIGN_OR_RETURN(const json* v, Find(name, true, "an integer", &json::is_number_integer));
+    if (v->get<int64_t>() < INT32_MIN || v->get<int64_t>() > INT32_MAX)
+      return Bad(name, "an integer", *v);
+    return v->get<int>();
+  }
+  Result<uint64_t> Rate(const char* name) const {
+    RY_ASSIGN_OR_RETURN(const json* v, Find(name, true, "a non-negative integer (bits/s)",
+                                            &json::is_number_unsigned));
+    return v->get<uint64_t>();
+  }
+  // nullptr when the optional field is absent.
+  Result<const json*> Optional(const char* name, const char* expected,
+                               bool (json::*is_type)() const noexcept) const {
+    return Find(name, false, expected, is_type);
+  }
+  Status Bad(std::string_view name, std::string_view expected, const json& got) const {
+    std::string text = got.dump();
+    if (text.size() > 40) text = text.substr(0, 37) + "...";
+    return InvalidArgument("{}: field '{}{}': expected {}, got {}", source_, where_, name, expected,
+                           text);
+  }
+
+ private:
+  Result<const json*> Find(const char* name, bool required, const char* expected,
+                           bool (json::*is_type)() const noexcept) const {
+    auto it = object_.find(name);
+    if (it == object_.end()) {
+      if (!required) return static_cast<const json*>(nullptr);
+      return InvalidArgument("{}: field '{}{}' is missing (expected {})", source_, where_, name,
+                             expected);
+    }
+    if (!((*it).*is_type)()) return Bad(name, expected, *it);
+    return &*it;
+  }
+
+  const json& object_;
+  std::string_view source_;
+  std::string where_;
+};
+
+}  // namespace
+
+Result<ClusterState> StateFromJson(std::string_view text, std::string_view source) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    return InvalidArgument(
+        "{}: not a vcluster state file (not valid JSON); `railyard vcluster down` removes it",
+        source);
+  }
+  if (!j.is_object()) {
+    return InvalidArgument("{}: expected a JSON object with 'state_version', got {}", source,
+                           j.type_name());
+  }
+  Fields f(j, source, "");
+  auto version = j.find("state_version");
+  if (version == j.end() || !version->is_number_integer() || version->get<int64_t>() != 1) {
+    return InvalidArgument("{}: field 'state_version': expected 1, got {}", source,
+                           version == j.end() ? "nothing" : version->dump());
+  }
+  ClusterSpec spec;
+  RY_ASSIGN_OR_RETURN(spec.prefix, f.String("prefix"));
+  RY_ASSIGN_OR_RETURN(std::string mode, f.String("mode"));
+  if (mode != "netns" && mode != "loopback") {
+    return InvalidArgument("{}: field 'mode': expected netns or loopback, got '{}'", source, mode);
+  }
+  spec.mode = mode == "netns" ? Mode::kNetns : Mode::kLoopback;
+  RY_ASSIGN_OR_RETURN(spec.hosts, f.Int("hosts"));
+  RY_ASSIGN_OR_RETURN(spec.leaves, f.Int("leaves"));
+  RY_ASSIGN_OR_RETURN(spec.leaf_rate_bits, f.Rate("leaf_rate_bits"));
+  RY_ASSIGN_OR_RETURN(spec.spine_rate_bits, f.Rate("spine_rate_bits"));
+  Status valid = ValidateSpec(spec);
+  if (!valid.ok()) return valid.WithContext(source);
+  ClusterState s;
+  s.plan = MakePlan(spec);
+  RY_ASSIGN_OR_RETURN(s.created, f.String("created", /*required=*/false));
+  RY_ASSIGN_OR_RETURN(s.topology_file, f.String("topology_file", /*required=*/false));
+
+  RY_ASSIGN_OR_RETURN(const json* rates,
+                      f.Optional("host_rates", "an object of host: bits/s", &json::is_object));
+  if (rates) {
+    Fields rf(*rates, source, "host_rates.");
+    for (const auto& [host, rate] : rates->items()) {
+      RY_ASSIGN_OR_RETURN(s.host_rates[host], rf.Rate(host.c_str()));
+    }
+  }
+  RY_ASSIGN_OR_RETURN(const json* cut, f.Optional("cut", "a list of host names", &json::is_array));
+  if (cut) {
+    for (size_t i = 0; i < cut->size(); ++i) {
+      if (!(*cut)[i].is_string()) {
+        return f.Bad(fmt::format("cut[{}]", i), "a host name", (*cut)[i]);
+      }
+      s.cut.insert((*cut)[i].get<std::string>());
+    }
+  }
+  RY_ASSIGN_OR_RETURN(const json* paths,
+                      f.Optional("paths", "a list of {a, b, rate_bits}", &json::is_array));
+  if (paths) {
+    for (size_t i = 0; i < paths->size(); ++i) {
+      const json& p = (*paths)[i];
+      if (!p.is_object()) return f.Bad(fmt::format("paths[{}]", i), "an object", p);
+      Fields pf(p, source, fmt::format("paths[{}].", i));
+      PathDegradation d;
+      RY_ASSIGN_OR_RETURN(d.a, pf.String("a"));
+      RY_ASSIGN_OR_RETURN(d.b, pf.String("b"));
+      RY_ASSIGN_OR_RETURN(d.rate_bits, pf.Rate("rate_bits"));
+      s.paths.push_back(std::move(d));
+    }
+  }
+  return s;
 }
 
 std::string DefaultStateDir() {

@@ -58,6 +58,38 @@ TEST(StateTest, BadFilesNameTheSourceAndField) {
   EXPECT_NE(invalid.status().message().find("--leaves 3"), std::string::npos);
 }
 
+TEST(StateTest, WrongTypesNameTheFieldAndWhatWasExpected) {
+  const std::string head =
+      R"({"state_version":1,"prefix":"ry","mode":"netns","hosts":2,"leaves":1,)";
+  struct Case {
+    std::string body;
+    std::string want;
+  };
+  const Case cases[] = {
+      {R"({"state_version":1,"prefix":"ry","mode":"netns","leaves":1})",
+       "field 'hosts' is missing (expected an integer)"},
+      {head + R"("leaf_rate_bits":"fast","spine_rate_bits":0})",
+       "field 'leaf_rate_bits': expected a non-negative integer (bits/s), got \"fast\""},
+      {head + R"("leaf_rate_bits":-1,"spine_rate_bits":0})", "field 'leaf_rate_bits'"},
+      {head + R"("leaf_rate_bits":0,"spine_rate_bits":0,"host_rates":{"node1":"x"}})",
+       "field 'host_rates.node1': expected a non-negative integer"},
+      {head + R"("leaf_rate_bits":0,"spine_rate_bits":0,"cut":"node1"})",
+       "field 'cut': expected a list of host names"},
+      {head + R"("leaf_rate_bits":0,"spine_rate_bits":0,"paths":[{"a":"node0","b":1}]})",
+       "field 'paths[0].b': expected a string, got 1"},
+      {head + R"("leaf_rate_bits":0,"spine_rate_bits":0,"paths":[{"a":"node0","b":"node1"}]})",
+       "field 'paths[0].rate_bits' is missing"},
+      {"[1,2]", "expected a JSON object"},
+  };
+  for (const auto& c : cases) {
+    auto r = StateFromJson(c.body, "/run/railyard/vcluster-ry.json");
+    ASSERT_FALSE(r.ok()) << c.body;
+    EXPECT_NE(r.status().message().find(c.want), std::string::npos)
+        << c.body << "\n  got: " << r.status().message();
+    EXPECT_NE(r.status().message().find("/run/railyard/vcluster-ry.json"), std::string::npos);
+  }
+}
+
 TEST(TopologyFileTest, VersionedTreeWithEveryHost) {
   YAML::Node y = YAML::Load(TopologyYaml(Sample()));
   EXPECT_EQ(y["version"].as<int>(), 1);
