@@ -1,11 +1,12 @@
 // `railyard demo`: a tour of what Railyard can do, on a virtual cluster it brings up and
 // removes itself. It grows with each capability.
-#include <cstdio>
-
 #include <fmt/format.h>
+
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "railyard/base/clock.h"
+#include "railyard/base/progress.h"
 #include "railyard/base/subprocess.h"
 #include "railyard/base/units.h"
 #include "railyard/cli/cli_common.h"
@@ -42,9 +43,24 @@ void Step(int n, int total, std::string_view what) {
 Status DemoAllreduce(const vcluster::ClusterState& state) {
   const auto& spec = state.spec();
   base::SpawnOptions o;
-  o.argv = {SelfExecutable(), "bench", "comm", "--vcluster", spec.prefix, "--ranks",
-            std::to_string(spec.hosts), "--transport", "tcp", "--sizes", "16MiB", "--iters", "3",
-            "--warmup", "1", "--timeout", "30s", "--json"};
+  o.argv = {SelfExecutable(),
+            "bench",
+            "comm",
+            "--vcluster",
+            spec.prefix,
+            "--ranks",
+            std::to_string(spec.hosts),
+            "--transport",
+            "tcp",
+            "--sizes",
+            "16MiB",
+            "--iters",
+            "3",
+            "--warmup",
+            "1",
+            "--timeout",
+            "30s",
+            "--json"};
   RY_ASSIGN_OR_RETURN(base::ExitInfo done,
                       base::RunChecked(o, base::Deadline::After(std::chrono::seconds(120))));
   auto rows = nlohmann::json::parse(done.stdout_text, nullptr, false);
@@ -66,11 +82,13 @@ Status DemoAllreduce(const vcluster::ClusterState& state) {
     limit = spec.spine_rate_bits;
     why = "leaf uplink (the ring crosses the spine)";
   }
-  fmt::print("  link rates: host {}, leaf uplink {}; the limit here is the {}: busbw is {:.0f}% "
-             "of {}\n", base::FormatRateBits(static_cast<double>(spec.leaf_rate_bits)),
-             base::FormatRateBits(static_cast<double>(spec.spine_rate_bits)), why,
-             100.0 * busbw_bits / static_cast<double>(limit),
-             base::FormatRateBits(static_cast<double>(limit)));
+  fmt::print(
+      "  link rates: host {}, leaf uplink {}; the limit here is the {}: busbw is {:.0f}% "
+      "of {}\n",
+      base::FormatRateBits(static_cast<double>(spec.leaf_rate_bits)),
+      base::FormatRateBits(static_cast<double>(spec.spine_rate_bits)), why,
+      100.0 * busbw_bits / static_cast<double>(limit),
+      base::FormatRateBits(static_cast<double>(limit)));
   return Status::Ok();
 }
 
@@ -91,8 +109,8 @@ Status RunDemo(const DemoFlags& f) {
   VirtualCluster vc(runner.get(), DefaultStateDir());
   const int total = 7;
 
-  Step(1, total, fmt::format("bring up a {}-host virtual cluster on {} leaves", spec.hosts,
-                             spec.leaves));
+  Step(1, total,
+       fmt::format("bring up a {}-host virtual cluster on {} leaves", spec.hosts, spec.leaves));
   if (f.mode == "auto") {
     ModeChoice choice = DetectMode(runner.get(), spec.prefix);
     spec.mode = choice.mode;
@@ -106,9 +124,9 @@ Status RunDemo(const DemoFlags& f) {
   // A demo interrupted earlier may have left its cluster behind: start clean.
   RY_RETURN_IF_ERROR(vc.Down(spec.prefix).status());
   RY_ASSIGN_OR_RETURN(ClusterState state, vc.Up(spec, [](std::string_view s) {
-                        fmt::print("  {}\n", s);
-                        std::fflush(stdout);
-                      }));
+    fmt::print("  {}\n", s);
+    std::fflush(stdout);
+  }));
   // From here on the cluster is removed whatever happens.
   struct Teardown {
     VirtualCluster* vc;
@@ -135,22 +153,23 @@ Status RunDemo(const DemoFlags& f) {
   }
   fmt::print("  host links {}; file {}\n", rate(spec.leaf_rate_bits), state.topology_file);
 
-  Step(3, total, fmt::format("host-to-host TCP bandwidth, one pair at a time ({} per pair)",
-                             f.per_pair));
+  Step(3, total,
+       fmt::format("host-to-host TCP bandwidth, one pair at a time ({} per pair)", f.per_pair));
   MatrixOptions mo;
   mo.railyard_binary = SelfExecutable();
   mo.per_pair = per_pair;
   const size_t n = plan.hosts.size();
   size_t done = 0;
   const size_t pairs = n * (n - 1);
+  base::Progress progress(stdout);
   mo.on_pair = [&](int s, int d, double bits) {
     ++done;
-    fmt::print("\r  measured {}/{}: {} -> {} {} Mbit/s      ", done, pairs, plan.hosts[s].name,
-               plan.hosts[d].name, Mbit(bits));
-    std::fflush(stdout);
+    progress.Update(done, pairs,
+                    fmt::format("  measured {}/{}: {} -> {} {} Mbit/s", done, pairs,
+                                plan.hosts[s].name, plan.hosts[d].name, Mbit(bits)));
   };
   RY_ASSIGN_OR_RETURN(BandwidthMatrix m, MeasureBandwidth(state, mo));
-  fmt::print("\r{:<60}\r", "");
+  progress.Done();
   fmt::print("  Mbit/s   ");
   for (const auto& h : plan.hosts) fmt::print("{:>8}", h.name);
   fmt::print("\n");
@@ -164,8 +183,10 @@ Status RunDemo(const DemoFlags& f) {
         continue;
       }
       fmt::print("{:>8}", Mbit(m[s][d]));
-      if (plan.hosts[s].leaf == plan.hosts[d].leaf) same_sum += m[s][d], ++same_n;
-      else cross_sum += m[s][d], ++cross_n;
+      if (plan.hosts[s].leaf == plan.hosts[d].leaf)
+        same_sum += m[s][d], ++same_n;
+      else
+        cross_sum += m[s][d], ++cross_n;
     }
     fmt::print("\n");
   }
@@ -197,8 +218,10 @@ Status RunDemo(const DemoFlags& f) {
     RY_RETURN_IF_ERROR(vc.Restore(spec.prefix));
   }
 
-  Step(5, total, fmt::format("allreduce across the {} hosts (railyard comm over tcp, one rank "
-                             "per host)", spec.hosts));
+  Step(5, total,
+       fmt::format("allreduce across the {} hosts (railyard comm over tcp, one rank "
+                   "per host)",
+                   spec.hosts));
   RY_RETURN_IF_ERROR(DemoAllreduce(state));
 
   Step(6, total, "place a 2-node job on the topology, avoiding an unhealthy host");
@@ -233,9 +256,10 @@ Status RunDemo(const DemoFlags& f) {
 void RegisterDemoCommand(CLI::App& app, Action* action) {
   auto f = std::make_shared<DemoFlags>();
   CLI::App* demo = app.add_subcommand(
-      "demo", "A tour on a virtual cluster it brings up and removes, in 7 steps: bring-up, "
-              "topology, bandwidth matrix, a degraded host, an allreduce across the hosts "
-              "(busbw next to the link rate), placement around the unhealthy host, tear-down");
+      "demo",
+      "A tour on a virtual cluster it brings up and removes, in 7 steps: bring-up, "
+      "topology, bandwidth matrix, a degraded host, an allreduce across the hosts "
+      "(busbw next to the link rate), placement around the unhealthy host, tear-down");
   demo->add_option("--prefix", f->prefix, "prefix of the demo cluster's names")
       ->capture_default_str();
   demo->add_option("--hosts", f->hosts, "hosts")->capture_default_str();
