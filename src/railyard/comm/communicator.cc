@@ -191,7 +191,7 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(
     }
   }
   std::unique_ptr<Communicator> c(new Communicator(std::move(transport), std::move(options)));
-  // Interleaved A/B, 4 virtual hosts on 1 Gbit links, busbw MB/s at 1/2/4/16 MiB: 1 MiB
+  // Why two sizes: on 4 virtual hosts with 1 Gbit links, busbw MB/s at 1/2/4/16 MiB: 1 MiB
   // pieces 101/102/104/108, 128 KiB 107-111 at every size (64 KiB the same). On one host
   // over loopback the ring is CPU-bound and 64 KiB pieces halved busbw at 1 MiB.
   c->piece_bytes_ = c->options_.piece_bytes;

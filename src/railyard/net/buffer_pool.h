@@ -5,8 +5,9 @@
 // blocks with mmap (or grows and trims the heap), so every message pays page faults on first
 // touch and, when the block goes back, an munmap whose TLB shootdown interrupts every CPU
 // the process ran on. Measured with 4 ranks on 2 cores, tcp, 1 MiB allreduce: about 7% of
-// all time in those faults and shootdowns, and busbw 0.92 -> 1.63 GB/s with glibc told never
-// to give memory back. A pool per transport keeps the buffers instead.
+// all time in those faults and shootdowns; busbw was 0.92 GB/s with a malloc per message
+// and 1.63 with glibc told never to give memory back. A library cannot set the process's
+// malloc tunables, so a pool per transport keeps the buffers instead.
 //
 // Buffers come in power-of-two sizes from 256 bytes (small, so that many queued short
 // messages do not each hold a large buffer). The pool keeps at most `max_pooled_bytes`

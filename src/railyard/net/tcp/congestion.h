@@ -3,9 +3,9 @@
 // Why the transport chooses at all: a pacing algorithm (BBR, the default on many hosts)
 // paces every connection through a per-socket hrtimer when no fq qdisc is present, which is
 // always the case on loopback. Between ranks on one host that caps a ring allreduce far below
-// what the kernel can copy: measured on this project's 2-core host (BBR default), 16 MiB
-// allreduce with 2 ranks 1.87 GB/s under BBR against 3.49 under cubic, 4 ranks 0.85 against
-// 1.58 (docs/performance.md, eighth session). The same holds between network namespaces on
+// what the kernel can copy: on a 2-core host whose default is BBR, a 16 MiB allreduce moves
+// 1.75 GB/s busbw under BBR against 3.10 under cubic with 2 ranks, 0.88 against 1.67 with 4
+// (docs/performance.md, design decisions). The same holds between network namespaces on
 // one kernel (virtual hosts, pods on one node) linked by unshaped veth: 2 ranks, 0.6-1.1
 // GB/s under BBR against 2.0-2.7 under cubic. Across machines the operator's choice stands:
 // pacing is what BBR is for there.

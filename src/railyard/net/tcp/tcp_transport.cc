@@ -70,18 +70,20 @@ constexpr size_t kRxBufferBytes = 64 << 10;
 // A wait whose requests are all this short polls twice per yield instead of once. Its
 // answer is usually already on its way from a rank on another core, and a second poll
 // catches it without handing the core to a rank that is itself only waiting: with 4 ranks
-// on 2 cores, 31% of a 4 KiB allreduce's time went to switches out of sched_yield. 4 KiB,
-// 4 ranks: 84 -> 59 us (7 runs each); 2 ranks 4-32 KiB 17 -> 15 us. Larger waits yield at
-// every poll: a rank sharing the core has copying to do (16 MiB, 4 ranks, with every
-// wait polling twice per yield: 1.63 -> 1.32 GB/s).
+// on 2 cores, 31% of a 4 KiB allreduce's time went to switches out of sched_yield, and two
+// polls per yield cut that allreduce from 84 to 59 us (2 ranks, 4-32 KiB: 17 to 15 us).
+// Larger waits yield at every poll: a rank sharing the core has copying to do, and two polls
+// per yield in every wait cost a 4-rank 16 MiB allreduce a fifth of its busbw (1.32 GB/s
+// against 1.63).
 constexpr size_t kSmallWaitBytes = 128 << 10;
 // Most polls at the start of a wait before sleeping in epoll, each an epoll_wait(0) followed
 // by sched_yield (so a peer waiting for this core runs; every second poll for small waits,
 // see kSmallWaitBytes); RAILYARD_TCP_SPIN sets the count, 0
 // sleeps at once. Bounded: an idle wait sleeps after about 100 polls, and fewer once waits
-// keep ending in sleep (SpinBudget). Measured on 2 cores, 4 KiB allreduce: 50 -> 24 us with
-// 2 ranks, 170 -> 110 us with 4; polling without the yield was slower than sleeping (59 and
-// 240 us).
+// keep ending in sleep (SpinBudget). Polling first because the answer to a small message is
+// usually microseconds away: a 4 KiB allreduce on 2 cores takes 24 us with 2 ranks and 110
+// with 4, against 50 and 170 when a wait sleeps at once. The yield matters: polling without
+// it was slower than sleeping (59 and 240 us).
 int SpinPolls() {
   static const int polls = [] {
     const char* v = std::getenv("RAILYARD_TCP_SPIN");
