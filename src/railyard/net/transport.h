@@ -11,10 +11,27 @@
 //   RY_ASSIGN_OR_RETURN(Request r, t.PostRecv(prev, tag, in, n));
 //   RY_RETURN_IF_ERROR(t.WaitAll({{s, r}}, deadline));
 //
-// Matching: messages from one peer with one tag arrive in the order they were posted, and
-// a receive matches the oldest unmatched message of its (peer, tag). A message longer than
-// the posted receive is an error (DATA_LOSS naming the peer, tag and both lengths); shorter
-// completes with the received length readable through ReceivedBytes().
+// The contract every backend keeps (net/transport_conformance_test.cc checks it on each):
+//
+// - Matching: messages from one peer with one tag arrive in the order they were posted, and
+//   a receive matches the oldest unmatched message of its (peer, tag). Zero-byte messages
+//   are messages like any other.
+// - A message longer than the posted receive fails the wait at once, not at its deadline:
+//   DATA_LOSS naming the peer, the tag and both lengths. A shorter one completes, with its
+//   length readable through ReceivedBytes().
+// - A wait that reaches its deadline returns DEADLINE_EXCEEDED naming the peers whose
+//   requests are still pending.
+// - A peer that dies (its process exits or is killed) fails waits involving it with an
+//   error naming it, before their deadline.
+// - Abort() on one rank makes its peers' waits return ABORTED naming that rank and its
+//   reason.
+// - After any error from WaitAll (a peer failure, DATA_LOSS, DEADLINE_EXCEEDED, ABORTED;
+//   not INVALID_ARGUMENT for the caller's own mistake) the transport is failed: later
+//   PostSend, PostRecv and WaitAll return that same first error, even after a later Abort.
+//   Only Probe and Abort still work, so that the caller can find and tell the culprit.
+//   A missed deadline is no exception: which part of an abandoned message reached the
+//   peer is unknown, so the streams to it cannot be trusted again (NCCL likewise requires
+//   an abort after a timeout).
 //
 // Failures name the peer: "rank 3 (node2, pid 4242): connection reset while receiving tag
 // 0x5". The comm layer adds the operation and its sequence number.
@@ -83,10 +100,10 @@ struct ProbeResult {
 struct TransportOptions {
   int rank = 0;
   int size = 1;
-  Store* store = nullptr;      // not owned; must outlive Start()
-  std::string key_prefix;      // store keys are "<key_prefix>/<backend>/..."; one per communicator
-  std::string secret;          // per-job secret, proven on every data connection
-  std::string host;            // reported to peers; default: gethostname()
+  Store* store = nullptr;  // not owned; must outlive Start()
+  std::string key_prefix;  // store keys are "<key_prefix>/<backend>/..."; one per communicator
+  std::string secret;      // per-job secret, proven on every data connection
+  std::string host;        // reported to peers; default: gethostname()
   // Interface selection in NCCL_SOCKET_IFNAME syntax ("eth", "^docker,lo", "=eth0"); empty
   // means automatic. Backends that do not use sockets ignore it.
   std::string socket_ifname;
@@ -132,9 +149,9 @@ class Transport {
   // Drives progress until all `requests` complete. Errors: the first peer failure (naming
   // the peer); DEADLINE_EXCEEDED naming the peers whose requests are still pending; ABORTED
   // with the aborting rank's reason. Waited requests are consumed whatever the outcome, and
-  // their buffers are never touched again. After any error the transport is failed: later
-  // PostSend/PostRecv/WaitAll return the same error, while Probe and Abort still work (the
-  // caller uses them to find and tell the culprit).
+  // their buffers are never touched again. After any error but INVALID_ARGUMENT the
+  // transport is failed (see the contract above): later PostSend/PostRecv/WaitAll return
+  // the same error, while Probe and Abort still work.
   virtual Status WaitAll(std::span<const Request> requests, base::Deadline deadline) = 0;
 
   // Bytes received by a completed receive (valid until the next WaitAll).
@@ -146,9 +163,9 @@ class Transport {
   // data, n)` is called on this thread from inside WaitAll/Probe, once for every byte of the
   // message, in runs of whole `granule`-byte units (an element, a power of two up to 16; a
   // unit split between two reads is joined first) except for a trailing part of a message
-  // whose length is not a multiple. The runs may come in any order (tcp: its streams). Matching, DATA_LOSS for a longer message and ReceivedBytes are as for PostRecv.
-  // Only backends where SupportsConsume() is true implement it; the others return
-  // UNIMPLEMENTED.
+  // whose length is not a multiple. The runs may come in any order (tcp: its streams). Matching,
+  // DATA_LOSS for a longer message and ReceivedBytes are as for PostRecv. Only backends where
+  // SupportsConsume() is true implement it; the others return UNIMPLEMENTED.
   using Consumer = std::function<void(size_t offset, const char* data, size_t n)>;
   virtual bool SupportsConsume() const { return false; }
   virtual Result<Request> PostRecvConsume(int peer, Tag tag, size_t len, size_t granule,
@@ -186,8 +203,9 @@ class Transport {
   virtual void SetActivity(std::string activity) = 0;
 
   // Tells every peer (best effort, until `deadline`) that the job is aborting with `reason`;
-  // afterwards every call on this transport fails ABORTED. Peers' WaitAll return ABORTED
-  // naming this rank and the reason. Safe to call from any thread and more than once.
+  // afterwards every call on this transport fails ABORTED, or with the error it had already
+  // failed with. Peers' WaitAll return ABORTED naming this rank and the reason. Safe to call
+  // from any thread and more than once.
   virtual void Abort(std::string_view reason, base::Deadline deadline) = 0;
 
   // One-sided writes (RMA). Only backends that support them (ofi) override these; the

@@ -15,6 +15,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
@@ -22,6 +23,7 @@
 #include "railyard/base/logging.h"
 #include "railyard/net/ofi/fabric_library.h"
 #include "railyard/net/peer_directory.h"
+#include "railyard/net/shm/shm_ring.h"
 
 namespace railyard::net {
 namespace {
@@ -47,7 +49,24 @@ constexpr size_t kCqBatch = 16;
 // rendezvous takes the clear-to-send path.
 constexpr size_t kEagerBytes = 4096;
 
-enum class CtrlType : uint8_t { kPing = 1, kPong = 2, kAbort = 3, kClearToSend = 4 };
+// Control messages; seq carries the user tag for the last three, and the text "<index>
+// <bytes>..." names the message by its place among the (peer, tag)'s user messages.
+enum class CtrlType : uint8_t {
+  kPing = 1,
+  kPong = 2,
+  kAbort = 3,
+  kClearToSend = 4,    // "<index> <receive capacity>": receive `index` of the tag is posted
+  kRequestToSend = 5,  // "<index> <message bytes>": long message `index` is held for its receive
+  kReject = 6,         // "s|r <index> <message bytes> <capacity>": the message does not fit;
+                       // fails the peer's send (s) or receive (r) `index` of the tag
+};
+
+// How often a wait or probe checks whether the peers it waits on still run, for peers on
+// this kernel (same boot id; the virtual cluster's hosts included). rxm (1.17, over tcp)
+// fails nothing posted when a peer's process dies: it retries the connection, logs the
+// refusal and keeps the operations, so without this check a wait on a dead peer would end
+// at its deadline instead of naming it.
+constexpr auto kLivenessTick = std::chrono::milliseconds(100);
 
 void PutU32(char* p, uint32_t v) { std::memcpy(p, &v, 4); }
 void PutU64(char* p, uint64_t v) { std::memcpy(p, &v, 8); }
@@ -119,9 +138,16 @@ struct Op {
   void* buf = nullptr;
   size_t len = 0;
   std::string owned;  // payload of internal messages
+  // A user receive shorter than kEagerBytes: the provider fills this, and the message is
+  // copied to `buf` if it fits. Every message that can reach such a receive is at most
+  // kEagerBytes (longer ones wait for a clear-to-send), so the whole message arrives and
+  // its length is known: rxm reports neither length when it truncates a message that
+  // waited unexpected.
+  std::string bounce;
   uint64_t remote_addr = 0, remote_key = 0;
   FidOwner<fid_mr> mr;  // FI_MR_LOCAL registration
   bool user = false;    // a Request the application waits for
+  uint64_t index = 0;   // user sends and receives: its place among the (peer, tag)'s
   bool done = false;
   bool abandoned = false;  // its waiter gave up; drop on completion
   Status status;
@@ -150,10 +176,18 @@ struct PeerState {
   Status failure;
   std::deque<Op*> sendq;  // sends/writes not yet accepted by libfabric, in order
   std::deque<Op*> recvq;  // receives held until the peer is proven (or after -FI_EAGAIN)
-  std::deque<Op*> awaiting_cts;             // long sends held until the peer's clear-to-send
-  std::unordered_map<Tag, int> cts_credit;  // clear-to-sends that came before their send
+  // Message k of a (peer, tag) matches receive k (per-tag order on both sides), so the
+  // clear-to-send protocol names messages by that index.
+  std::deque<Op*> awaiting_cts;  // sends held until the peer's clear-to-send, in order
+  std::unordered_map<Tag, uint64_t> sends_posted;        // next send index per tag
+  std::map<std::pair<Tag, uint64_t>, size_t> cts;        // capacity of cleared receives
+  std::unordered_map<Tag, uint64_t> recvs_posted;        // next receive index per tag
+  std::map<std::pair<Tag, uint64_t>, Op*> open_recvs;    // user receives not finished
+  std::map<std::pair<Tag, uint64_t>, size_t> announced;  // held messages' lengths
   uint64_t pong_seq = 0;
   std::string pong_activity;
+  // The peer's process, where it runs on this kernel in another process; else unset.
+  std::optional<shm::ProcessWatch> watch;
 };
 
 struct RmaRegionState {
@@ -236,7 +270,21 @@ class OfiTransport final : public Transport {
   Op* QueueCtrl(int peer, CtrlType type, uint64_t seq, std::string_view text);
   void SendCtrl(int peer, CtrlType type, uint64_t seq, std::string_view text);
   void SubmitSend(Op* op);
-  void OnClearToSend(int peer, Tag tag);
+  void OnClearToSend(int peer, Tag tag, std::string_view text);
+  void OnRequestToSend(int peer, Tag tag, std::string_view text);
+  void OnReject(int peer, Tag tag, std::string_view text);
+  // Sends the held sends of `tag` whose turn has come and whose receive is cleared.
+  void Release(int peer, Tag tag);
+  // A message that does not fit its receive: fails the local operation (a held send, or
+  // the transport for a posted receive) and tells the peer, so both ends fail at once.
+  void RejectSend(Op* op, size_t capacity);
+  void RejectRecv(Op* op, size_t message_bytes, bool tell_peer);
+  Status TooLong(int peer, Tag tag, size_t message_bytes, size_t capacity) const {
+    return DataLoss(
+        "{}: message from {} with tag {:#x} is {} bytes but the posted receive "
+        "holds {}",
+        Self(), Who(peer), tag, message_bytes, capacity);
+  }
   Op* NewInternalOp(Op::Kind kind, int peer, Tag tag, std::string payload);
   void PostControlRecv(int peer, Op::Kind kind);
   Result<Request> Submit(Op* op);
@@ -253,6 +301,8 @@ class OfiTransport final : public Transport {
   int PollCq();
   void Progress(std::unique_lock<std::mutex>& lock, base::Deadline deadline);
   void Abandon(Op* op);
+  // Fails `peer` when its process (on this kernel) has exited, naming `pending` if given.
+  void CheckLiveness(int peer, const Op* pending);
 
   const FabricLibrary* fi_;
   TransportOptions options_;
@@ -327,8 +377,10 @@ Status OfiTransport::Start(base::Deadline deadline) {
   std::string my_host = options_.host;
   if (my_host.empty() && ::gethostname(host, sizeof(host) - 1) == 0) my_host = host;
   const std::string prefix = options_.key_prefix + "/ofi/peer/";
-  std::string value =
-      fmt::format("v1 {} {} {} {}", my_host, ::getpid(), Hex(ep_name_), Hex(nonce_));
+  // The boot id last (optional when parsed): peers on this kernel watch this process.
+  const std::string boot_id = LocalBootId();
+  std::string value = fmt::format("v1 {} {} {} {} {}", my_host, ::getpid(), Hex(ep_name_),
+                                  Hex(nonce_), boot_id.empty() ? "-" : boot_id);
   RY_RETURN_IF_ERROR(options_.store->Set(prefix + std::to_string(options_.rank), value, deadline)
                          .WithContext(Self() + ": publishing address"));
   std::vector<std::string> keys;
@@ -344,14 +396,19 @@ Status OfiTransport::Start(base::Deadline deadline) {
   std::string names;
   for (int r = 0; r < options_.size; ++r) {
     RY_ASSIGN_OR_RETURN(std::string v, options_.store->Get(keys[r], deadline));
-    char h[256], name_hex[512], nonce_hex[128];
+    char h[256], name_hex[512], nonce_hex[128], boot[64] = "-";
     int pid = 0;
-    if (std::sscanf(v.c_str(), "v1 %255s %d %511s %127s", h, &pid, name_hex, nonce_hex) != 4) {
+    if (std::sscanf(v.c_str(), "v1 %255s %d %511s %127s %63s", h, &pid, name_hex, nonce_hex, boot) <
+        4) {
       return InvalidArgument("{}: malformed address of rank {} under '{}': '{}'", Self(), r,
                              keys[r], v);
     }
     PeerState& p = peers_[r];
     p.info = PeerInfo{r, h, pid, name_hex, JobRankOf(options_, r)};
+    if (std::string_view(boot) != "-") p.info.boot_id = boot;
+    if (r != options_.rank && pid != ::getpid() && !boot_id.empty() && p.info.boot_id == boot_id) {
+      p.watch.emplace(pid);
+    }
     RY_ASSIGN_OR_RETURN(std::string name, Unhex(name_hex));
     RY_ASSIGN_OR_RETURN(p.nonce, Unhex(nonce_hex));
     if (name.size() != ep_name_.size()) {
@@ -412,7 +469,11 @@ Op* OfiTransport::NewOp(Op::Kind kind, int peer, Tag tag, void* buf, size_t len)
 }
 
 Status OfiTransport::PrepareLocal(Op* op) {
-  if ((mr_mode_ & FI_MR_LOCAL) == 0 || op->len == 0) return Status::Ok();
+  if ((mr_mode_ & FI_MR_LOCAL) == 0) return Status::Ok();
+  if (!op->bounce.empty()) {
+    return Register(op->bounce.data(), op->bounce.size(), FI_RECV, &op->mr).status();
+  }
+  if (op->len == 0) return Status::Ok();
   uint64_t access = op->kind == Op::Kind::kRecv || op->kind == Op::Kind::kHelloRecv ||
                             op->kind == Op::Kind::kCtrlRecv
                         ? FI_RECV
@@ -434,7 +495,11 @@ int OfiTransport::Post(Op* op) {
     case Op::Kind::kRecv:
     case Op::Kind::kHelloRecv:
     case Op::Kind::kCtrlRecv:
-      rc = fi_trecv(ep, op->buf, op->len, desc, addr, op->tag, 0, &op->ctx);
+      if (!op->bounce.empty()) {
+        rc = fi_trecv(ep, op->bounce.data(), op->bounce.size(), desc, addr, op->tag, 0, &op->ctx);
+      } else {
+        rc = fi_trecv(ep, op->buf, op->len, desc, addr, op->tag, 0, &op->ctx);
+      }
       break;
     case Op::Kind::kWrite: {
       iovec iov{op->buf, op->len};
@@ -532,7 +597,7 @@ void OfiTransport::Flush(int peer) {
         if (IsConnectionError(-rc)) return FailPeer(peer, st);
         FailOp(op, st);
       } else if (op->kind == Op::Kind::kRecv && op->len > kEagerBytes) {
-        QueueCtrl(peer, CtrlType::kClearToSend, op->tag, "");
+        QueueCtrl(peer, CtrlType::kClearToSend, op->tag, fmt::format("{} {}", op->index, op->len));
       }
     }
   }
@@ -546,6 +611,9 @@ void OfiTransport::FlushAll() {
 
 void OfiTransport::Finish(Op* op) {
   op->done = true;
+  if (op->kind == Op::Kind::kRecv && op->user) {
+    peers_[op->peer].open_recvs.erase({op->tag, op->index});
+  }
   if (!op->user || op->abandoned) ops_.erase(op->id);
 }
 
@@ -561,7 +629,8 @@ void OfiTransport::FailPeer(int peer, Status status) {
     p.failure = status;
   }
   // Unposted operations will never be; posted ones stay until the provider completes them.
-  p.cts_credit.clear();
+  p.cts.clear();
+  p.announced.clear();
   for (auto* q : {&p.sendq, &p.recvq, &p.awaiting_cts}) {
     while (!q->empty()) {
       Op* op = q->front();
@@ -575,6 +644,10 @@ void OfiTransport::OnCompletion(Op* op, size_t len) {
   switch (op->kind) {
     case Op::Kind::kRecv:
       op->received = len;
+      if (!op->bounce.empty()) {
+        if (len > op->len) return FailOp(op, TooLong(op->peer, op->tag, len, op->len));
+        if (len > 0 && !op->abandoned) std::memcpy(op->buf, op->bounce.data(), len);
+      }
       break;
     case Op::Kind::kHelloRecv:
       return OnHello(op, len);
@@ -625,7 +698,11 @@ void OfiTransport::OnCtrl(Op* op, size_t len) {
       peers_[peer].pong_activity = std::move(text);
       break;
     case CtrlType::kClearToSend:
-      return OnClearToSend(peer, seq);
+      return OnClearToSend(peer, seq, text);
+    case CtrlType::kRequestToSend:
+      return OnRequestToSend(peer, seq, text);
+    case CtrlType::kReject:
+      return OnReject(peer, seq, text);
     case CtrlType::kAbort:
       if (error_.ok()) {
         error_ = Aborted("{}: {} aborted the job: {}", Self(), Who(peer), text);
@@ -649,9 +726,10 @@ void OfiTransport::OnError(const fi_cq_err_entry& err) {
     // Not cancelled by us: rxm cancels what is posted to a peer whose connection broke.
     int peer = op->peer;
     Status st = peers_[peer].failure.ok()
-                    ? Unavailable("{}: {} {} tag {:#x}: the provider cancelled it (connection "
-                                  "to the peer lost: process died or link failed)",
-                                  Self(), KindVerb(op->kind), Who(peer), op->tag)
+                    ? Unavailable(
+                          "{}: {} {} tag {:#x}: the provider cancelled it (connection "
+                          "to the peer lost: process died or link failed)",
+                          Self(), KindVerb(op->kind), Who(peer), op->tag)
                     : peers_[peer].failure;
     FailOp(op, st);
     return FailPeer(peer, st);
@@ -739,6 +817,18 @@ void OfiTransport::Progress(std::unique_lock<std::mutex>& lock, base::Deadline d
   FlushAll();
 }
 
+void OfiTransport::CheckLiveness(int peer, const Op* pending) {
+  PeerState& p = peers_[peer];
+  if (!p.watch || !p.failure.ok() || !p.watch->Exited()) return;
+  PollCq();  // take what it sent before it died
+  if (!p.failure.ok()) return;
+  std::string what = pending == nullptr
+                         ? std::string("a probe")
+                         : fmt::format("{} tag {:#x}", KindVerb(pending->kind), pending->tag);
+  FailPeer(peer,
+           Unavailable("{}: {}: process exited while {} was pending", Self(), Who(peer), what));
+}
+
 void OfiTransport::Abandon(Op* op) {
   PeerState& p = peers_[op->peer];
   for (auto* q : {&p.sendq, &p.recvq, &p.awaiting_cts}) {
@@ -750,57 +840,139 @@ void OfiTransport::Abandon(Op* op) {
     }
   }
   op->abandoned = true;
-  if (op->kind == Op::Kind::kRecv) fi_cancel(&ep_.get()->fid, &op->ctx);
+  if (op->kind == Op::Kind::kRecv) {
+    p.open_recvs.erase({op->tag, op->index});
+    fi_cancel(&ep_.get()->fid, &op->ctx);
+  }
 }
 
 void OfiTransport::SubmitSend(Op* op) {
   PeerState& p = peers_[op->peer];
-  auto same_tag = [&](const Op* o) { return o->tag == op->tag; };
-  // A short send behind a held one with its tag waits too: per-tag order.
-  bool behind = std::any_of(p.awaiting_cts.begin(), p.awaiting_cts.end(), same_tag);
+  op->index = p.sends_posted[op->tag]++;
+  const std::pair<Tag, uint64_t> key{op->tag, op->index};
+  // A send behind a held one with its tag waits too: per-tag order.
+  bool behind = std::any_of(p.awaiting_cts.begin(), p.awaiting_cts.end(),
+                            [&](const Op* o) { return o->tag == op->tag; });
   if (!behind) {
-    if (op->len <= kEagerBytes) return QueueSend(op);
-    // Only long sends take credits: a short one between two long ones with its tag must
-    // not take the clear-to-send meant for the second.
-    auto credit = p.cts_credit.find(op->tag);
-    if (credit != p.cts_credit.end()) {
-      if (--credit->second == 0) p.cts_credit.erase(credit);
+    if (op->len <= kEagerBytes) {
+      p.cts.erase(key);  // its receive is longer than needed; nothing to wait for
+      return QueueSend(op);
+    }
+    if (auto c = p.cts.find(key); c != p.cts.end()) {
+      size_t capacity = c->second;
+      p.cts.erase(c);
+      if (op->len > capacity) return RejectSend(op, capacity);
       return QueueSend(op);
     }
   }
   // Held until the receive is posted. The HELLO still goes now: the peer posts nothing
-  // from this rank, so sends no clear-to-send, before this rank has proven itself.
+  // from this rank, so sends no clear-to-send, before this rank has proven itself. A long
+  // message says its length, so that a receive too short for it (which sends no
+  // clear-to-send) fails at once instead of at its deadline.
   p.awaiting_cts.push_back(op);
+  if (op->len > kEagerBytes) {
+    QueueCtrl(op->peer, CtrlType::kRequestToSend, op->tag,
+              fmt::format("{} {}", op->index, op->len));
+  }
   EnsureHello(op->peer);
   Flush(op->peer);
 }
 
-void OfiTransport::OnClearToSend(int peer, Tag tag) {
+void OfiTransport::Release(int peer, Tag tag) {
   PeerState& p = peers_[peer];
   auto& held = p.awaiting_cts;
-  auto it = std::find_if(held.begin(), held.end(), [&](const Op* op) { return op->tag == tag; });
-  if (it == held.end()) {
-    // The send is not posted yet. (Or it was short and went at once, its receive being
-    // longer; the credit then lets a later long send with the tag go without waiting.)
-    ++p.cts_credit[tag];
+  bool moved = false;
+  for (;;) {
+    auto it = std::find_if(held.begin(), held.end(), [&](const Op* o) { return o->tag == tag; });
+    if (it == held.end()) break;
+    Op* op = *it;
+    auto c = p.cts.find({tag, op->index});
+    if (op->len > kEagerBytes && c == p.cts.end()) break;  // its receive is not posted yet
+    held.erase(it);
+    if (c != p.cts.end()) {
+      size_t capacity = c->second;
+      p.cts.erase(c);
+      if (op->len > capacity) {
+        RejectSend(op, capacity);  // the later ones stay held: the receiver has failed
+        break;
+      }
+    }
+    p.sendq.push_back(op);  // the HELLO went when the first was held
+    moved = true;
+  }
+  if (moved) Flush(peer);
+}
+
+void OfiTransport::OnClearToSend(int peer, Tag tag, std::string_view text) {
+  unsigned long long index = 0, capacity = 0;
+  if (std::sscanf(std::string(text).c_str(), "%llu %llu", &index, &capacity) != 2) {
+    kLog.Warn("{}: dropping a malformed clear-to-send from {}", Self(), Who(peer));
     return;
   }
-  // The cleared send, then the short ones with its tag that queued behind it.
-  std::vector<Op*> release{*it};
-  it = held.erase(it);
-  while (it != held.end()) {
-    if ((*it)->tag != tag) {
-      ++it;
-    } else if ((*it)->len <= kEagerBytes) {
-      release.push_back(*it);
-      it = held.erase(it);
-    } else {
-      break;
-    }
+  peers_[peer].cts[{tag, index}] = capacity;
+  Release(peer, tag);
+}
+
+void OfiTransport::OnRequestToSend(int peer, Tag tag, std::string_view text) {
+  unsigned long long index = 0, bytes = 0;
+  if (std::sscanf(std::string(text).c_str(), "%llu %llu", &index, &bytes) != 2) {
+    kLog.Warn("{}: dropping a malformed request-to-send from {}", Self(), Who(peer));
+    return;
   }
-  // The HELLO went when the first was held.
-  p.sendq.insert(p.sendq.end(), release.begin(), release.end());
-  Flush(peer);
+  PeerState& p = peers_[peer];
+  if (auto o = p.open_recvs.find({tag, index}); o != p.open_recvs.end()) {
+    // Posted: a receive longer than 4 KiB sent its clear-to-send; a shorter one cannot hold
+    // the message.
+    if (bytes > o->second->len) RejectRecv(o->second, bytes, /*tell_peer=*/true);
+    return;
+  }
+  if (index >= p.recvs_posted[tag]) p.announced[{tag, index}] = bytes;
+}
+
+void OfiTransport::OnReject(int peer, Tag tag, std::string_view text) {
+  char side = 0;
+  unsigned long long index = 0, bytes = 0, capacity = 0;
+  if (std::sscanf(std::string(text).c_str(), "%c %llu %llu %llu", &side, &index, &bytes,
+                  &capacity) != 4) {
+    kLog.Warn("{}: dropping a malformed reject from {}", Self(), Who(peer));
+    return;
+  }
+  PeerState& p = peers_[peer];
+  if (side == 's') {  // our held send `index`: the peer's receive is too short
+    auto& held = p.awaiting_cts;
+    auto it = std::find_if(held.begin(), held.end(),
+                           [&](const Op* o) { return o->tag == tag && o->index == index; });
+    if (it == held.end()) return;
+    Op* op = *it;
+    held.erase(it);
+    RejectSend(op, capacity);
+    return;
+  }
+  if (auto o = p.open_recvs.find({tag, index}); o != p.open_recvs.end()) {
+    RejectRecv(o->second, bytes, /*tell_peer=*/false);
+  }
+}
+
+void OfiTransport::RejectSend(Op* op, size_t capacity) {
+  const int peer = op->peer;
+  Status st = DataLoss(
+      "{}: message to {} with tag {:#x} is {} bytes but the receive that rank "
+      "posted holds {}",
+      Self(), Who(peer), op->tag, op->len, capacity);
+  kLog.Debug("{}", st.message());
+  SendCtrl(peer, CtrlType::kReject, op->tag,
+           fmt::format("r {} {} {}", op->index, op->len, capacity));
+  FailOp(op, std::move(st));
+}
+
+void OfiTransport::RejectRecv(Op* op, size_t message_bytes, bool tell_peer) {
+  // The receive may be in the provider: it stays there until WaitAll gives it up (cancels
+  // it); the transport is failed from here on, so nothing else can match it.
+  if (error_.ok()) error_ = TooLong(op->peer, op->tag, message_bytes, op->len);
+  if (tell_peer) {
+    SendCtrl(op->peer, CtrlType::kReject, op->tag,
+             fmt::format("s {} {} {}", op->index, message_bytes, op->len));
+  }
 }
 
 Result<Request> OfiTransport::Submit(Op* op) {
@@ -817,6 +989,19 @@ Result<Request> OfiTransport::Submit(Op* op) {
     return st;
   }
   if (op->kind == Op::Kind::kRecv) {
+    op->index = p.recvs_posted[op->tag]++;
+    if (auto a = p.announced.find({op->tag, op->index}); a != p.announced.end()) {
+      size_t bytes = a->second;
+      p.announced.erase(a);
+      if (bytes > op->len) {  // the sender holds a message this receive cannot take
+        SendCtrl(op->peer, CtrlType::kReject, op->tag,
+                 fmt::format("s {} {} {}", op->index, bytes, op->len));
+        op->status = TooLong(op->peer, op->tag, bytes, op->len);
+        op->done = true;
+        return Request{op->id};
+      }
+    }
+    p.open_recvs[{op->tag, op->index}] = op;
     p.recvq.push_back(op);
     Flush(op->peer);
   } else if (op->kind == Op::Kind::kSend) {
@@ -846,6 +1031,7 @@ Result<Request> OfiTransport::PostRecv(int peer, Tag tag, void* data, size_t len
     return InvalidArgument("{}: tag {:#x} is reserved (user tags are below 2^60)", Self(), tag);
   }
   Op* op = NewOp(Op::Kind::kRecv, peer, tag, data, len);
+  if (len < kEagerBytes) op->bounce.assign(kEagerBytes, '\0');
   return Submit(op);
 }
 
@@ -872,8 +1058,9 @@ Status OfiTransport::WaitAll(std::span<const Request> requests, base::Deadline d
         Abandon(op);
       }
     }
-    if (!result.ok() && result.code() != StatusCode::kDeadlineExceeded &&
-        result.code() != StatusCode::kInvalidArgument && error_.ok()) {
+    // Any error but the caller's own mistake fails the transport (transport.h), a missed
+    // deadline included: a send handed to the provider cannot be taken back.
+    if (!result.ok() && result.code() != StatusCode::kInvalidArgument && error_.ok()) {
       error_ = result;
     }
     return result;
@@ -881,8 +1068,15 @@ Status OfiTransport::WaitAll(std::span<const Request> requests, base::Deadline d
   if (!bad.ok()) return consume(bad);
   if (!error_.ok()) return consume(error_);
   if (!started_) return consume(Usable());
+  auto next_check = base::Clock::now() + kLivenessTick;
   for (;;) {
     if (!error_.ok()) return consume(error_);
+    if (base::Clock::now() >= next_check) {
+      next_check = base::Clock::now() + kLivenessTick;
+      for (Op* op : ops) {
+        if (!op->done) CheckLiveness(op->peer, op);
+      }
+    }
     bool all = true;
     for (Op* op : ops) {
       if (op->done && !op->status.ok()) return consume(op->status);
@@ -937,10 +1131,14 @@ std::vector<ProbeResult> OfiTransport::Probe(std::span<const int> ranks, base::D
     }
     results.push_back(std::move(r));
   }
+  auto next_check = base::Clock::now();
   for (;;) {
     bool waiting = false;
+    const bool check = base::Clock::now() >= next_check;
+    if (check) next_check = base::Clock::now() + kLivenessTick;
     for (size_t i = 0; i < ranks.size(); ++i) {
       if (seqs[i] == 0) continue;
+      if (check) CheckLiveness(ranks[i], nullptr);
       const PeerState& p = peers_[ranks[i]];
       if (p.pong_seq >= seqs[i]) {
         results[i].state = ProbeResult::State::kAlive;

@@ -15,16 +15,19 @@
 // (peer, tag) comes from FI_ORDER_SAS and from posting each peer's operations in order.
 //
 // Clear-to-send: a user message longer than 4 KiB leaves only after the receiver has posted
-// its receive and said so (a CTRL clear-to-send naming the tag); shorter ones go at once,
-// except behind a held one with the same tag. Why: rxm (libfabric 1.17) sends long
-// messages by segmentation or rendezvous, and a receive posted against such a message that
-// waits unexpected from a peer whose connection has since broken crashed inside fi_trecv
+// its receive and said so (a CTRL clear-to-send naming the tag, the message's index among
+// that (peer, tag)'s messages, and the receive's length); shorter ones go at once, except
+// behind a held one with the same tag. Why: rxm (libfabric 1.17) sends long messages by
+// segmentation or rendezvous, and a receive posted against such a message that waits
+// unexpected from a peer whose connection has since broken crashed inside fi_trecv
 // (SIGSEGV, about 1 run in 12 of the killed-rank test). With the receive posted first, the
 // long message is never unexpected; rxm reports the broken connection on the posted
 // receive instead. The cost is one short message per long one, sent as the receive is
 // posted, so it overlaps with the sender's own preparation in pipelined collectives. A
-// long message to a receive of 4 KiB or less is never cleared and ends at the deadline
-// naming the held send, where it would otherwise be truncated.
+// held message announces its length (a CTRL request-to-send), so a receive too short for
+// it fails at once with DATA_LOSS naming both lengths, on both ranks (a CTRL reject), as a
+// clear-to-send for a too-short receive does; message k of a (peer, tag) matches receive
+// k, which is what the indices rely on.
 //
 // Progress: providers such as tcp;ofi_rxm progress only when the completion queue is read,
 // so everything moves inside WaitAll and Probe (and Abort, for its own messages): they
@@ -48,9 +51,10 @@
 // provider under FI_MR_PROV_KEY and are random otherwise. The remote_key blob of
 // RegisterRma encodes key, base address and length.
 //
-// After DEADLINE_EXCEEDED, pending receives are cancelled (fi_cancel); sends already handed
-// to the provider cannot be cancelled and may still read their buffers until they complete
-// or the transport is destroyed.
+// After DEADLINE_EXCEEDED, as after any error, the transport is failed (transport.h):
+// pending receives are cancelled (fi_cancel); sends already handed to the provider cannot
+// be cancelled and may still read their buffers until they complete or the transport is
+// destroyed.
 //
 // Thread-safety: as for Transport: one thread at a time, Abort() from any thread.
 #pragma once

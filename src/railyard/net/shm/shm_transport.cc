@@ -261,7 +261,7 @@ Status ShmTransport::Start(Deadline deadline) {
   const int pid = infos_[static_cast<size_t>(rank_)].pid;
   std::string name = fmt::format("/{}r{}-p{}-{}", prefix, rank_, pid, counter.fetch_add(1));
   RY_ASSIGN_OR_RETURN(own_, Segment::Create(name, shm::SegmentLayout::For(size_, shm_.ring_bytes,
-                                                                         WindowToAskFor())));
+                                                                          WindowToAskFor())));
   SegmentHeader* h = own_.header();
   h->rank = rank_;
   own_.Sign(options_.secret);
@@ -304,7 +304,8 @@ Status ShmTransport::Start(Deadline deadline) {
   // window collectives run.
   window_bytes_ = own_.layout().window_bytes;
   for (int r = 0; r < size_; ++r) {
-    if (r != rank_) window_bytes_ = std::min<size_t>(window_bytes_, P(r).segment.layout().window_bytes);
+    if (r != rank_)
+      window_bytes_ = std::min<size_t>(window_bytes_, P(r).segment.layout().window_bytes);
   }
   started_.store(true, std::memory_order_release);
   if (aborted_.load()) {  // an Abort that raced with Start
@@ -331,9 +332,10 @@ size_t ShmTransport::WindowToAskFor() const {
   const uint64_t window =
       shm::WindowThatFits(size_, shm_.ring_bytes, shm_.window_bytes, free_bytes);
   if (window == 0) {
-    kLog.Info("{}: no shared window ({} MiB free in /dev/shm is less than {} ranks' whole "
-              "segments): allreduce uses the ring",
-              Me(), free_bytes >> 20, size_);
+    kLog.Info(
+        "{}: no shared window ({} MiB free in /dev/shm is less than {} ranks' whole "
+        "segments): allreduce uses the ring",
+        Me(), free_bytes >> 20, size_);
   }
   return window;
 }
@@ -381,6 +383,7 @@ Status ShmTransport::ConnectPeer(int r, const std::string& value) {
 }
 
 Status ShmTransport::Usable() {
+  if (!fatal_.ok()) return fatal_;  // the first error stays, even after a later Abort
   if (aborted_.load(std::memory_order_acquire)) {
     std::lock_guard lock(abort_mu_);
     return Aborted("{} aborted the job: {}", Me(), abort_reason_);
@@ -479,8 +482,10 @@ Result<Request> ShmTransport::PostRecv(int peer, Tag tag, void* data, size_t len
 Result<Request> ShmTransport::PostRecvConsume(int peer, Tag tag, size_t len, size_t granule,
                                               Consumer consume) {
   if (granule == 0 || granule > UnitJoiner::kMaxGranule || !consume) {
-    return InvalidArgument("{}: consuming receive needs a consumer and a granule of 1 to {} "
-                           "bytes, got {}", Me(), UnitJoiner::kMaxGranule, granule);
+    return InvalidArgument(
+        "{}: consuming receive needs a consumer and a granule of 1 to {} "
+        "bytes, got {}",
+        Me(), UnitJoiner::kMaxGranule, granule);
   }
   return PostRecvImpl(peer, tag, nullptr, len, granule, std::move(consume));
 }
@@ -593,8 +598,8 @@ bool ShmTransport::ProgressRecvs(int r, Peer& p) {
     }
     if (in.op != nullptr && in.op->consume) {
       Op* op = in.op;
-      in.got += p.in.ReadInPlace(in.len - in.got,
-                                 [op](const char* d, size_t n) { Feed(op, d, n); });
+      in.got +=
+          p.in.ReadInPlace(in.len - in.got, [op](const char* d, size_t n) { Feed(op, d, n); });
     } else {
       char* dst = in.op != nullptr       ? in.op->dst
                   : in.buffer != nullptr ? in.buffer->data.data()
@@ -739,7 +744,8 @@ void ShmTransport::PublishWindow(uint64_t value) {
 }
 
 Status ShmTransport::WaitWindow(uint64_t value, Deadline deadline) {
-  if (window_bytes_ == 0) return FailedPrecondition("{}: the shm transport has no shared window", Me());
+  if (window_bytes_ == 0)
+    return FailedPrecondition("{}: the shm transport has no shared window", Me());
   auto behind = [&](int r) {
     return r != rank_ && P(r).header->window_seq.load(std::memory_order_acquire) < value;
   };
@@ -778,8 +784,11 @@ Status ShmTransport::WaitWindow(uint64_t value, Deadline deadline) {
         detail += fmt::format("; {} at step {}", DescribePeer(P(r).info),
                               P(r).header->window_seq.load(std::memory_order_relaxed));
       }
-      return DeadlineExceeded("{}: deadline passed waiting for ranks {} to reach shared-window "
-                              "step {}{}", Me(), DescribeRanks(ranks), value, detail);
+      SetFatal(
+          DeadlineExceeded("{}: deadline passed waiting for ranks {} to reach "
+                           "shared-window step {}{}",
+                           Me(), DescribeRanks(ranks), value, detail));
+      return fatal_;
     }
     Backoff(moved, now, &idle_since, deadline, [&] { return all_there() || HasWork(); });
   }
@@ -847,9 +856,11 @@ Status ShmTransport::WaitAll(std::span<const Request> requests, Deadline deadlin
         }
       }
       std::sort(ranks.begin(), ranks.end());
-      return consume(
-          DeadlineExceeded("{}: deadline passed with {} requests pending with ranks {}{}", Me(),
-                           shown, DescribeRanks(ranks), detail));
+      // The transport is failed from here on (transport.h): part of an abandoned send may be
+      // in a peer's ring, so the streams cannot be trusted again.
+      SetFatal(DeadlineExceeded("{}: deadline passed with {} requests pending with ranks {}{}",
+                                Me(), shown, DescribeRanks(ranks), detail));
+      return consume(fatal_);
     }
     Backoff(moved, now, &idle_since, deadline, [this] { return HasWork(); });
   }

@@ -23,9 +23,12 @@
 // Security: segments are mode 0600 (same user only) and carry HmacSha256(secret, name, rank,
 // pid): a segment created by a rank that does not know the job secret is refused.
 //
-// Limits: a send abandoned by a WaitAll deadline after part of it entered the ring breaks the
-// stream to that peer (later sends to it fail FAILED_PRECONDITION); the unexpected buffer is
-// unbounded.
+// Errors: as transport.h says, any error from WaitAll or WaitWindow (a missed deadline
+// included) fails the transport; later calls return that first error.
+//
+// Limits: a send abandoned after part of it entered the ring (a WaitAll that also named an
+// unknown request) breaks the stream to that peer (later sends to it fail
+// FAILED_PRECONDITION); the unexpected buffer is unbounded.
 //
 // Thread-safety: as Transport (one thread at a time; Abort from any thread).
 #pragma once

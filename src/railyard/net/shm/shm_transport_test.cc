@@ -46,7 +46,6 @@ bool Matches(const std::vector<char>& v, uint64_t seed, size_t n) {
   return true;
 }
 
-
 // A forked child, killed and reaped on destruction whatever the test's outcome.
 class Child {
  public:
@@ -377,25 +376,21 @@ TEST_F(ShmTransportTest, DataLossWhenReceivePostedBeforeArrival) {
   EXPECT_NE(st[1].message().find("holds 99"), std::string::npos) << st[1].message();
 }
 
-TEST_F(ShmTransportTest, DeadlineNamesThePendingPeerAndLeavesTheTransportUsable) {
+TEST_F(ShmTransportTest, DeadlineNamesThePendingPeerAndFailsTheTransport) {
   StartAll(3);
   uint64_t v = 0;
   auto r = T(2).PostRecv(1, 9, &v, sizeof(v));
   ASSERT_TRUE(r.ok());
   Status st = T(2).WaitAll({{*r}}, Deadline::After(100ms));
   EXPECT_EQ(st.code(), StatusCode::kDeadlineExceeded) << st.ToString();
-  EXPECT_NE(st.ToString().find("DEADLINE"), std::string::npos);
   EXPECT_NE(st.message().find("rank 1 (testhost pid"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("tag 0x9"), std::string::npos) << st.message();
-  // The abandoned receive no longer matches; a new one gets the next message.
-  uint64_t out = 42;
-  auto s = T(1).PostSend(2, 9, &out, sizeof(out));
-  ASSERT_TRUE(s.ok());
-  ASSERT_TRUE(T(1).WaitAll({{*s}}, Soon()).ok());
-  auto r2 = T(2).PostRecv(1, 9, &v, sizeof(v));
-  ASSERT_TRUE(r2.ok());
-  ASSERT_TRUE(T(2).WaitAll({{*r2}}, Soon()).ok());
-  EXPECT_EQ(v, 42u);
+  // Failed from here on (transport.h), with the same error, also after an Abort.
+  EXPECT_EQ(T(2).PostRecv(1, 9, &v, sizeof(v)).status(), st);
+  EXPECT_EQ(T(2).PostSend(0, 9, &v, sizeof(v)).status(), st);
+  EXPECT_EQ(T(2).WaitAll({}, Soon()), st);
+  T(2).Abort("giving up", Soon());
+  EXPECT_EQ(T(2).PostSend(0, 9, &v, sizeof(v)).status(), st);
 }
 
 // Each rank writes its own window; a peer sees those bytes once the writer's counter is
@@ -681,8 +676,7 @@ TEST_F(ShmForkTest, PeerKilledBeforeAWindowStepIsNamed) {
   EXPECT_NE(st.message().find(fmt::format("rank 1 (testhost pid {})", child.pid())),
             std::string::npos)
       << st.message();
-  EXPECT_NE(st.message().find("process exited before its shared-window step 2"),
-            std::string::npos)
+  EXPECT_NE(st.message().find("process exited before its shared-window step 2"), std::string::npos)
       << st.message();
   EXPECT_EQ(child.Wait(), 128 + SIGKILL);
 }
@@ -720,59 +714,6 @@ TEST_F(ShmForkTest, StoppedPeerIsUnresponsiveAndKilledOneDead) {
   EXPECT_EQ(res[0].state, ProbeResult::State::kDead);
   EXPECT_EQ(res[0].detail, "process exited");
   EXPECT_EQ(child.Wait(), 128 + SIGKILL);
-}
-
-// ---- Not a test of correctness: prints what the copy path achieves ----------------------
-
-TEST_F(ShmTransportTest, BenchmarkPrintsLatencyAndBandwidth) {
-  StartAll(2);
-  constexpr int kRounds = 20000;
-  auto t0 = base::Clock::now();
-  auto st = RunRanks([&](Transport& t) -> Status {
-    int other = 1 - t.rank();
-    uint64_t v = 0;
-    for (int i = 0; i < kRounds; ++i) {
-      if (t.rank() == 0) {
-        RY_ASSIGN_OR_RETURN(Request s, t.PostSend(other, 1, &v, 8));
-        RY_ASSIGN_OR_RETURN(Request r, t.PostRecv(other, 1, &v, 8));
-        RY_RETURN_IF_ERROR(t.WaitAll({{s, r}}, Soon()));
-      } else {
-        RY_ASSIGN_OR_RETURN(Request r, t.PostRecv(other, 1, &v, 8));
-        RY_RETURN_IF_ERROR(t.WaitAll({{r}}, Soon()));
-        RY_ASSIGN_OR_RETURN(Request s, t.PostSend(other, 1, &v, 8));
-        RY_RETURN_IF_ERROR(t.WaitAll({{s}}, Soon()));
-      }
-    }
-    return Status::Ok();
-  });
-  double lat = base::SecondsSince(t0);
-  ASSERT_TRUE(st[0].ok() && st[1].ok()) << st[0].ToString() << st[1].ToString();
-
-  constexpr size_t kBytes = 64 << 20;
-  constexpr int kReps = 8;
-  std::vector<char> out(kBytes, 1), in(kBytes);
-  auto t1 = base::Clock::now();
-  st = RunRanks([&](Transport& t) -> Status {
-    uint64_t ack = 0;
-    for (int i = 0; i < kReps; ++i) {
-      if (t.rank() == 0) {
-        RY_ASSIGN_OR_RETURN(Request s, t.PostSend(1, 2, out.data(), kBytes));
-        RY_ASSIGN_OR_RETURN(Request r, t.PostRecv(1, 3, &ack, 8));
-        RY_RETURN_IF_ERROR(t.WaitAll({{s, r}}, Soon()));
-      } else {
-        RY_ASSIGN_OR_RETURN(Request r, t.PostRecv(0, 2, in.data(), kBytes));
-        RY_RETURN_IF_ERROR(t.WaitAll({{r}}, Soon()));
-        RY_ASSIGN_OR_RETURN(Request s, t.PostSend(0, 3, &ack, 8));
-        RY_RETURN_IF_ERROR(t.WaitAll({{s}}, Soon()));
-      }
-    }
-    return Status::Ok();
-  });
-  double bw = base::SecondsSince(t1);
-  ASSERT_TRUE(st[0].ok() && st[1].ok()) << st[0].ToString() << st[1].ToString();
-  std::printf("[shm bench] 8 B ping-pong: %.2f us one-way; 64 MiB: %.2f GB/s (%u cores)\n",
-              lat / kRounds / 2 * 1e6, kBytes * double(kReps) / bw / 1e9,
-              std::thread::hardware_concurrency());
 }
 
 }  // namespace
