@@ -144,15 +144,29 @@ Result<std::unique_ptr<FileAgreement>> FileAgreement::Create(Fs* fs, std::string
       new FileAgreement(fs, std::move(root), rank, world_size, poll_interval));
 }
 
+Status FileAgreement::WriteMarker(const std::string& path, std::string_view content) {
+  const std::string tmp = path + ".tmp";  // a name ParseMarker ignores
+  RY_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs_->NewWritableFile(tmp, {}));
+  Status st = file->Write(content);
+  Status closed = file->Close();
+  if (st.ok()) st = closed;
+  if (st.ok()) st = fs_->Rename(tmp, path);
+  if (!st.ok()) fs_->RemoveFile(tmp).IgnoreError();
+  return st;
+}
+
 Status FileAgreement::AllOk(std::string_view round, const Status& mine, base::Deadline deadline) {
   const uint64_t seq = seq_++;
   const std::string round_dir = fmt::format("{}/{:06d}-{}", root_, seq, SafeLabel(round));
-  RY_RETURN_IF_ERROR(MakeDirs(*fs_, round_dir).WithContext("agreement"));
+  // Markers coordinate live processes only: a crashed run restarts under a new run id and
+  // ignores them. So they need to be visible whole (write, then rename), not durable, and
+  // the round costs no fsync.
+  RY_RETURN_IF_ERROR(fs_->CreateDir(round_dir).WithContext("agreement"));
   const std::string marker = fmt::format("{}/rank-{:05d}.{}", round_dir, rank_,
                                          mine.ok() ? "ok" : "err");
   std::string content =
       mine.ok() ? "ok\n" : fmt::format("{}\n{}", static_cast<int>(mine.code()), mine.message());
-  RY_RETURN_IF_ERROR(WriteFileAtomic(*fs_, marker, content).WithContext("agreement"));
+  RY_RETURN_IF_ERROR(WriteMarker(marker, content).WithContext("agreement"));
 
   std::vector<std::optional<Status>> statuses(static_cast<size_t>(world_size_));
   auto delay = std::chrono::microseconds(500);

@@ -95,6 +95,8 @@ class FileAgreement final : public RankAgreement {
  private:
   FileAgreement(Fs* fs, std::string root, int rank, int world_size, base::Duration poll)
       : fs_(fs), root_(std::move(root)), rank_(rank), world_size_(world_size), poll_(poll) {}
+  // Writes `path` whole (a temporary file renamed into place), without fsync.
+  Status WriteMarker(const std::string& path, std::string_view content);
 
   Fs* fs_;
   std::string root_;  // <dir>/.agree/<run_id>

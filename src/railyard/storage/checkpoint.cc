@@ -8,6 +8,7 @@
 #include <cstring>
 #include <deque>
 #include <set>
+#include <thread>
 
 #include "railyard/base/checksum.h"
 #include "railyard/base/logging.h"
@@ -219,8 +220,10 @@ Status CheckpointWriter::Save(int64_t step, std::span<const TensorView> pieces,
     ropt.fs = fs_;
     auto removed = ApplyRetention(options_.dir, options_.keep_last, step, ropt);
     if (!removed.ok()) {
-      kLog.Warn("retention after step {} failed (the step is committed): {}", step,
-                removed.status().ToString());
+      std::string note = fmt::format("retention after step {} failed (the step is committed): {}",
+                                     step, removed.status().ToString());
+      kLog.Warn("{}", note);
+      stats_.warning += (stats_.warning.empty() ? "" : "; ") + note;
     }
   }
   stats_.total_seconds = base::SecondsSince(start);
@@ -266,8 +269,11 @@ Status CheckpointWriter::WriteLocal(int64_t step, std::span<const TensorView> pi
   const std::string shard = tmp + "/" + ShardFileName(options_.rank);
   RY_RETURN_IF_ERROR(WriteShard(shard, views, &index.pieces));
   for (const TensorView& v : views) stats_.bytes += v.byte_size();
-  return WriteFileAtomic(*fs_, tmp + "/" + RankIndexFileName(options_.rank),
-                         ManifestToJson(index));
+  // The piece list is rank 0's input to the manifest (Commit reads it, readers never do), so
+  // it needs to be visible, not durable: after the commit the manifest, fsynced, holds all of
+  // it. Nor does it need to be atomic: the directory becomes the step only by a rename.
+  return WriteNewFile(*fs_, tmp + "/" + RankIndexFileName(options_.rank), ManifestToJson(index),
+                      /*sync=*/false);
 }
 
 Status CheckpointWriter::WriteShard(const std::string& path, std::span<const TensorView> views,
@@ -299,11 +305,6 @@ Status CheckpointWriter::WriteShard(const std::string& path, std::span<const Ten
   for (size_t i = 0; i < views.size(); ++i) {
     const auto* src = static_cast<const uint8_t*>(views[i].data);
     PieceInfo* info = &(*infos)[i];
-    // The checksum runs beside the writes: XXH3 is far faster than storage.
-    tasks.push_back([src, info](int) {
-      info->xxh3 = base::Xxh3(src, info->length);
-      return Status::Ok();
-    });
     for (uint64_t done = 0; done < info->length; done += extent) {
       writes.push_back({info->byte_offset + done, src + done,
                         std::min(extent, info->length - done)});
@@ -348,7 +349,17 @@ Status CheckpointWriter::WriteShard(const std::string& path, std::span<const Ten
       first = last;
     }
   }
+  // The checksums run on a thread of their own beside the writes. As tasks in the pool they
+  // would sit ahead of the writes in its queue, and every worker would hash before the first
+  // write went out: with O_DIRECT, a device idle for the whole time of hashing the shard.
+  std::thread hasher([views, infos] {
+    for (size_t i = 0; i < views.size(); ++i) {
+      PieceInfo& info = (*infos)[i];
+      info.xxh3 = base::Xxh3(static_cast<const uint8_t*>(views[i].data), info.length);
+    }
+  });
   Status st = pool_->RunAll(std::move(tasks));
+  hasher.join();
   if (st.ok()) st = f->Sync();
   // The data is durable now; dropping what is still cached only saves memory.
   if (st.ok() && write_behind) f->DropCache(0, offset).IgnoreError();
@@ -400,12 +411,25 @@ Status CheckpointWriter::Commit(int64_t step) {
     }
   }
   RY_RETURN_IF_ERROR(ValidateCoverage(merged, manifest_path));
-  RY_RETURN_IF_ERROR(WriteFileAtomic(*fs_, manifest_path, ManifestToJson(merged)));
+  RY_RETURN_IF_ERROR(WriteNewFile(*fs_, manifest_path, ManifestToJson(merged), /*sync=*/true));
+  // Every rank's shard and piece list, and the manifest, are durable; one fsync of the
+  // directory makes all their names durable before the directory is renamed into place.
+  RY_RETURN_IF_ERROR(fs_->SyncDir(tmp));
   const std::string final_dir = options_.dir + "/" + StepDirName(step);
   RY_RETURN_IF_ERROR(fs_->Rename(tmp, final_dir));
+  // The commit point: once this fsync returns, the step survives a crash.
   RY_RETURN_IF_ERROR(fs_->SyncDir(options_.dir));
-  return WriteFileAtomic(*fs_, options_.dir + "/" + std::string(kLatestFileName),
-                         fmt::format("{}\n", step));
+  // `latest` is for people and tools; readers go by the step directories. A failure here
+  // leaves the step committed, so it is reported as a warning, not as a failed save.
+  const std::string latest = options_.dir + "/" + std::string(kLatestFileName);
+  Status st = WriteFileAtomic(*fs_, latest, fmt::format("{}\n", step));
+  if (!st.ok()) {
+    stats_.warning =
+        fmt::format("step {} is committed in '{}', but '{}' still names an older step: {}", step,
+                    final_dir, latest, st.ToString());
+    kLog.Warn("{}", stats_.warning);
+  }
+  return Status::Ok();
 }
 
 }  // namespace railyard::storage

@@ -8,13 +8,19 @@
 //   <dir>/latest                         "100\n": the newest committed step, for humans/tools
 //
 // Commit protocol (every rank calls Save with its own pieces):
-//   1. each rank writes its shard and piece list into <dir>/.tmp-step-<N>/ and fsyncs them;
+//   1. each rank writes its shard (fsynced) and its piece list (rank 0's input for the
+//      manifest, not read after the commit, so not fsynced) into <dir>/.tmp-step-<N>/;
 //   2. the ranks agree (RankAgreement) that every one succeeded;
-//   3. rank 0 merges the piece lists into manifest.json (written atomically), renames
-//      .tmp-step-<N> to step-<N>, fsyncs <dir>, and rewrites `latest` atomically;
+//   3. rank 0 merges the piece lists into manifest.json and fsyncs it, fsyncs .tmp-step-<N>
+//      (all ranks' entries at once), renames it to step-<N> and fsyncs <dir> (the commit
+//      point), then rewrites `latest` atomically (informational: a failure there is a
+//      warning, the step stays committed);
 //   4. the ranks agree on the commit, so Save returns OK on every rank only when committed.
-// A crash at any point leaves either the previous state or the committed step; a step
-// directory exists only with its manifest. Leftovers (.tmp-*) are removed when a writer opens.
+// Durability: the shards and the manifest are fsynced before the step's directory, that
+// before its rename, and the checkpoint directory after it; so is the parent of every
+// directory Open creates (MakeDirs). A power cut at any point, not only a process crash,
+// leaves either the previous state or the committed step; a step directory exists only with
+// its manifest. Leftovers (.tmp-*) are removed when a writer opens.
 //
 //   WriterOptions opt{.dir = "/lustre/run7/ckpt", .rank = r, .world_size = w,
 //                     .agreement = agreement.get(), .keep_last = 3};
@@ -106,6 +112,9 @@ struct SaveStats {
   double commit_seconds = 0;   // agreement, manifest, rename, `latest`
   double total_seconds = 0;
   bool direct = false;         // O_DIRECT was in effect for the shard
+  // Rank 0: a problem after the commit point that did not undo the commit (`latest` could not
+  // be rewritten, retention failed); also logged. Empty when there was none.
+  std::string warning;
 };
 
 class CheckpointWriter {
@@ -124,9 +133,11 @@ class CheckpointWriter {
   // error. Errors: INVALID_ARGUMENT for malformed pieces (naming the tensor), ALREADY_EXISTS
   // when the step is committed already, RESOURCE_EXHAUSTED for a full disk, PERMISSION_DENIED,
   // ABORTED when another rank failed (naming it), DEADLINE_EXCEEDED when a rank did not
-  // report (naming it). Retention failures after a commit are only logged. When only the
-  // final fsync of `dir` or the update of `latest` fails, the error is returned although the
-  // step directory may already be in place (committed, and loadable).
+  // report (naming it). The commit point is the fsync of `dir` after the step directory's
+  // rename: when that fsync fails the error is returned although the step directory may be
+  // in place (loadable, but not known to survive a crash). Failures after the commit point
+  // (rewriting `latest`, retention) leave the step committed: Save returns OK and they are
+  // logged and put in last_stats().warning.
   Status Save(int64_t step, std::span<const TensorView> pieces,
               const std::map<std::string, std::string>& metadata = {});
 

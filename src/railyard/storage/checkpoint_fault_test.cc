@@ -209,11 +209,11 @@ TEST_F(FaultTest, InjectedNoSpaceFailsCleanly) {
     uint64_t nth;
     const char* what;
   };
-  // The 1st and 3rd data write, the shard fsync, the 2nd rename (the manifest's), the
-  // rename of the step directory into place.
+  // The 1st and 3rd data write, the shard fsync, the manifest's fsync (the 2nd), the step
+  // directory's fsync before its rename, and the rename of the step directory into place.
   for (const Case& c : {Case{FsOp::kWrite, 1, "write"}, Case{FsOp::kWrite, 3, "write"},
-                        Case{FsOp::kSync, 1, "fsync"}, Case{FsOp::kRename, 2, "rename"},
-                        Case{FsOp::kRename, 3, "rename"}}) {
+                        Case{FsOp::kSync, 1, "fsync"}, Case{FsOp::kSync, 2, "fsync"},
+                        Case{FsOp::kSyncDir, 1, "fsync-dir"}, Case{FsOp::kRename, 1, "rename"}}) {
     FaultInjectionFs faulty(DefaultFs());
     faulty.FailNth(c.op, c.nth, ENOSPC);
     Status st = Save(2, 2, Options(&faulty));
@@ -225,6 +225,32 @@ TEST_F(FaultTest, InjectedNoSpaceFailsCleanly) {
     ExpectStepHolds(1, 1);
     EXPECT_EQ(*base::ReadFile(dir_ + "/latest"), "1\n");
   }
+}
+
+// After the step directory's rename and the fsync of its parent the step is committed: a
+// failure to rewrite `latest` (the 2nd rename of a save) is a warning, not a failed save.
+TEST_F(FaultTest, FailedLatestUpdateLeavesTheStepCommitted) {
+  ASSERT_TRUE(Save(1, 1, Options()).ok());
+  FaultInjectionFs faulty(DefaultFs());
+  faulty.FailNth(FsOp::kRename, 2, EIO);
+  auto writer = CheckpointWriter::Open(Options(&faulty));
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  w_ = Values(20000, 2);
+  b_ = Values(300, 3);
+  std::vector<TensorView> views = {{"w", DType::kF32, {20000}, {}, {}, w_.data()},
+                                   {"b", DType::kF32, {3, 100}, {}, {}, b_.data()}};
+  Status st = (*writer)->Save(2, views, {{"seed", "2"}});
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  const std::string& warning = (*writer)->last_stats().warning;
+  EXPECT_NE(warning.find("step 2 is committed"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("latest"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("Input/output error"), std::string::npos) << warning;
+  ExpectStepHolds(2, 2);
+  EXPECT_EQ(*base::ReadFile(dir_ + "/latest"), "1\n");  // the old content, not a torn file
+  ExpectNoLeftovers();
+  auto latest = LoadLatest(dir_);
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ((*latest)->step(), 2);
 }
 
 TEST_F(FaultTest, FullTmpfsFailsCleanly) {

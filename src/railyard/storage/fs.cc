@@ -414,7 +414,10 @@ Status MakeDirs(Fs& fs, const std::string& dir) {
   }
   std::string parent = ParentDir(dir);
   if (parent != dir && parent != "." && parent != "/") RY_RETURN_IF_ERROR(MakeDirs(fs, parent));
-  return fs.CreateDir(dir);
+  RY_RETURN_IF_ERROR(fs.CreateDir(dir));
+  // A new directory's entry lives in its parent: without this fsync a power cut can take the
+  // directory, and everything later made durable inside it, away.
+  return fs.SyncDir(parent);
 }
 
 Status RemoveTree(Fs& fs, const std::string& path) {
@@ -464,6 +467,13 @@ Status WriteFileAtomic(Fs& fs, const std::string& path, std::string_view data) {
     return st;
   }
   return fs.SyncDir(ParentDir(path));
+}
+
+Status WriteNewFile(Fs& fs, const std::string& path, std::string_view data, bool sync) {
+  RY_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs.NewWritableFile(path, {}));
+  RY_RETURN_IF_ERROR(file->Write(data));
+  if (sync) RY_RETURN_IF_ERROR(file->Sync());
+  return file->Close();
 }
 
 // ---- FaultInjectionFs ----

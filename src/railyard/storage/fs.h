@@ -161,7 +161,9 @@ std::unique_ptr<Fs> NewPosixFs(std::shared_ptr<LayoutHook> hook);
 
 // ---- Helpers over any Fs ----
 
-// Creates `dir` and its missing parents.
+// Creates `dir` and its missing parents, and fsyncs the parent of each directory it created,
+// so that the new directories survive a crash (what is later made durable inside them would
+// otherwise be lost with them).
 Status MakeDirs(Fs& fs, const std::string& dir);
 
 // Removes a file or a directory tree (does not follow symlinks). OK when absent.
@@ -173,6 +175,12 @@ Result<std::string> ReadWholeFile(Fs& fs, const std::string& path);
 // "<path>.tmp.<pid>.<n>" (the naming base::RemoveStaleTempFiles recognises), fsyncs it, renames
 // it over `path` and fsyncs the directory. The temporary file is removed on failure.
 Status WriteFileAtomic(Fs& fs, const std::string& path, std::string_view data);
+
+// Creates (or truncates) `path` and writes `data`, then with `sync` fsyncs the file. Not
+// atomic, and the name is not durable until its directory is fsynced. For files in a
+// directory that becomes visible (by a rename) only after everything in it is durable, where
+// WriteFileAtomic's temporary file, rename and directory fsync would buy nothing.
+Status WriteNewFile(Fs& fs, const std::string& path, std::string_view data, bool sync);
 
 // "a/b/c" -> "a/b"; "c" -> "."; "/c" -> "/".
 std::string ParentDir(const std::string& path);
