@@ -398,6 +398,16 @@ for n in ${RANKS//,/ }; do
       printf "%9s %8s %8s%s %17s %8s %8s %8s %9s %12s %13s %9s\n", sz($1), bw($2), bw($3), o,
         bw($i) " (" $(i + 1) ")", bw($(i + 2)), bw($(i + 3)), bw($(i + 4)), rt($(i + 5)),
         rt($(i + 6)), rt($(i + 7)), rt($(i + 8)) }'
+  # On a shared machine load drifts between repetitions; a ratio inside one repetition
+  # (systems run back to back) is steadier than a ratio of medians.
+  jq -r --argjson n "$n" "$JQ_DEFS"'
+    def best($m; $names): [$names[] as $k | $m[$k]] | map(select(. != null))
+      | if length == 0 then null else max end;
+    [.[] | select(.ranks == $n and .wrong == 0)] | group_by(.size_bytes)[]
+    | .[0].size_bytes as $size
+    | [group_by(.rep)[] | (map({key: .system, value: .busbw_gbps}) | from_entries) as $m
+       | ratio($m.ry_tcp; best($m; ["mpi_tcp_default", "mpi_tcp_ring", "gloo"])) | r2]
+    | "tcp/peer per repetition at \($size) B: \(map(tostring) | join(" "))"' "$WORK/rows.json"
   jq -r --argjson n "$n" --argjson shim "$SHIM" "$JQ_DEFS"'[by_size($n; $shim)][0] // empty
     | "latency at \(.size) B (time_us, median, equal terms): railyard tcp \(.m.ry_tcp.t | r2), "
       + "OpenMPI tcp \(.mt.t | r2) (\(.mt.algo)), ratio ry/ompi \(ratio(.m.ry_tcp.t; .mt.t) | r2)"' \
