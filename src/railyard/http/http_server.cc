@@ -192,10 +192,10 @@ struct HttpServer::Conn {
   bool loopback = false;
   State state = State::kHead;
   Clock::time_point deadline;
-  bool idle_ok = false;  // a kept-alive connection may close quietly between requests
-  std::string in;        // received bytes not consumed yet
-  size_t scanned = 0;    // bytes of `in` already searched for the end of the head
-  size_t head_len = 0;   // with the blank line
+  bool idle = false;    // kept alive after a response, no byte of the next request yet
+  std::string in;       // received bytes not consumed yet
+  size_t scanned = 0;   // bytes of `in` already searched for the end of the head
+  size_t head_len = 0;  // with the blank line
   size_t body_len = 0;
   size_t reserved = 0;  // share of max_buffered_body_bytes held by this request
   const RouteEntry* route = nullptr;
@@ -511,11 +511,12 @@ bool HttpServer::Pump(Conn& c) {
       c.deadline = Clock::now() + kLinger;
       return true;
     }
-    // Kept alive: the next request's deadline starts now; a pipelined one may be buffered.
+    // Kept alive. A pipelined request may be buffered already: its deadline starts now;
+    // otherwise the connection idles until the next request's first byte starts it.
     c.state = State::kHead;
     c.req = HttpRequest();
-    c.idle_ok = true;
-    c.deadline = Clock::now() + options_.request_deadline;
+    c.idle = c.in.empty();
+    c.deadline = Clock::now() + (c.idle ? options_.idle_timeout : options_.request_deadline);
   }
 }
 
@@ -527,7 +528,12 @@ bool HttpServer::OnReadable(Conn& c) {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     if (n <= 0) return false;  // closed by the peer, or reset
     got += static_cast<size_t>(n);
-    if (c.state != Conn::State::kLinger) c.in.append(buf, static_cast<size_t>(n));
+    if (c.state == Conn::State::kLinger) continue;
+    c.in.append(buf, static_cast<size_t>(n));
+    if (c.idle) {  // the first byte of the next request on a kept-alive connection
+      c.idle = false;
+      c.deadline = Clock::now() + options_.request_deadline;
+    }
   }
   return c.state == Conn::State::kLinger || Pump(c);
 }
@@ -535,7 +541,7 @@ bool HttpServer::OnReadable(Conn& c) {
 bool HttpServer::OnDeadline(Conn& c) {
   switch (c.state) {
     case Conn::State::kHead:
-      if (c.in.empty() && c.idle_ok) return false;  // an idle kept-alive connection
+      if (c.idle) return false;  // a kept-alive connection nobody used: close quietly
       [[fallthrough]];
     case Conn::State::kBody:
       Reject(c, 408, "timeout",

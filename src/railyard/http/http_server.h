@@ -8,7 +8,8 @@
 // waits on a client:
 // - every request has one deadline for its whole head and body (request_deadline, counted
 //   from the connection's accept or its previous response): a client that trickles bytes
-//   gets 408 and is closed when it passes, however often it sends;
+//   gets 408 and is closed when it passes, however often it sends; a kept-alive connection
+//   idles up to idle_timeout between requests;
 // - at most max_connections are open; one more is answered 503 and closed;
 // - head and body sizes are capped (431, 413) before they are buffered, and the bodies
 //   being read or handled at once share one byte budget (503 beyond it);
@@ -69,8 +70,14 @@ using HttpHandler = std::function<HttpResponse(HttpRequest&)>;
 
 struct HttpServerOptions {
   int max_connections = 256;
-  // From accept (or the end of the previous response) to the last byte of a request's body.
+  // From accept, or from the first byte of a request on a kept-alive connection, to the last
+  // byte of the request's body.
   base::Duration request_deadline = std::chrono::seconds(10);
+  // A kept-alive connection waiting for its next request is closed quietly after this.
+  // Longer than the 90 s after which Go's default HTTP transport drops an idle connection
+  // itself, so that a Go client (kube-scheduler) closes first rather than send a request
+  // into a connection the server is closing.
+  base::Duration idle_timeout = std::chrono::seconds(120);
   // For writing one response; a client that does not read is closed after it.
   base::Duration write_deadline = std::chrono::seconds(10);
   size_t max_head_bytes = 16u << 10;

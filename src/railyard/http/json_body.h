@@ -5,8 +5,8 @@
 // once per nesting level, so a 2 MB body of a million '[' crashes the process on its first
 // copy or dump. ParseJsonBody first scans the bytes once (a counter of open brackets outside
 // strings, no allocation) and refuses anything deeper than `max_depth` before the parser
-// sees it. Kubernetes objects nest about 10 levels deep; 64 leaves room for annotations
-// holding structured values.
+// sees it. 64 levels are far more than the Pod and Node schemas use and leave room for
+// annotations holding structured values.
 //
 // Thread-safety: pure functions.
 #pragma once

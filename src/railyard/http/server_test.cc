@@ -334,6 +334,31 @@ TEST_F(ServerTest, ARequestMustBeCompleteWithinItsDeadlineHoweverOftenBytesArriv
   ExpectHealthyAndFiltering();
 }
 
+TEST_F(ServerTest, KeptAliveConnectionsIdleQuietlyAndTheNextRequestHasItsOwnDeadline) {
+  ExtenderServerOptions o;
+  o.http.idle_timeout = 200ms;
+  o.http.request_deadline = 120s;
+  Start(o);
+  RawClient idle(server_->port());
+  ASSERT_TRUE(idle.Send("GET /healthz HTTP/1.1\r\n\r\n"));
+  EXPECT_EQ(StatusOf(idle.ReadResponse()), 200);
+  EXPECT_EQ(idle.ReadResponse(), "");  // closed after the idle timeout, without an answer
+  EXPECT_EQ(Invalid("timeout"), 0u);
+}
+
+TEST_F(ServerTest, TheDeadlineOfAKeptAliveRequestStartsAtItsFirstByte) {
+  ExtenderServerOptions o;
+  o.http.idle_timeout = 120s;
+  o.http.request_deadline = 200ms;
+  Start(o);
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Send("GET /healthz HTTP/1.1\r\n\r\n"));
+  EXPECT_EQ(StatusOf(c.ReadResponse()), 200);
+  ASSERT_TRUE(c.Send("GET /healthz HTTP/1.1\r\n"));  // and never the blank line
+  EXPECT_EQ(StatusOf(c.ReadResponse()), 408);
+  EXPECT_EQ(Invalid("timeout"), 1u);
+}
+
 TEST_F(ServerTest, ConnectionsBeyondTheCapAreAnswered503) {
   ExtenderServerOptions o;
   o.http.max_connections = 4;
