@@ -1,8 +1,9 @@
 // `railyard ckpt` and `railyard data` through the real binary, on checkpoints written with
 // the library: listing, verification (and naming the corrupt file and the fallback step),
 // safetensors export, and clear errors for bad input.
-#include <fstream>
+#include <unistd.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.h"
@@ -66,10 +67,32 @@ TEST_F(CkptCliTest, CorruptShardIsNamedWithTheFallbackStep) {
     f.write(&c, 1);
   }
   CliResult r = RunRailyard({"ckpt", "verify", dir_});
-  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.exit_code, 1);  // a verdict, not bad input
   EXPECT_NE(r.err.find("rank-00000.bin"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("fall back to step 10"), std::string::npos) << r.err;
   EXPECT_EQ(CountLines(r.err), 1) << r.err;
+}
+
+// Whatever makes a step fail verification, the exit code is the same (1); 2 is bad input.
+TEST_F(CkptCliTest, VerifyExitCodes) {
+  const std::string manifest = dir_ + "/" + storage::StepDirName(20) + "/manifest.json";
+  { std::ofstream(manifest, std::ios::trunc) << "{\"format\": "; }  // cut short
+  CliResult r = RunRailyard({"ckpt", "verify", dir_});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("step 20 is corrupt"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("manifest.json"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fall back to step 10"), std::string::npos) << r.err;
+
+  std::filesystem::remove(dir_ + "/" + storage::StepDirName(10) + "/" + storage::ShardFileName(0));
+  CliResult missing = RunRailyard({"ckpt", "verify", dir_, "--step", "10"});
+  EXPECT_EQ(missing.exit_code, 1) << missing.err;
+  EXPECT_NE(missing.err.find("rank-00000.bin"), std::string::npos) << missing.err;
+
+  CliResult no_step = RunRailyard({"ckpt", "verify", dir_, "--step", "30"});
+  EXPECT_EQ(no_step.exit_code, 2) << no_step.err;
+  EXPECT_NE(no_step.err.find("step 30 is not in"), std::string::npos) << no_step.err;
+  CliResult no_dir = RunRailyard({"ckpt", "verify", dir_ + "/none"});
+  EXPECT_EQ(no_dir.exit_code, 2) << no_dir.err;
 }
 
 TEST(StorageCliBadInputTest, OneClearLine) {
@@ -97,14 +120,41 @@ TEST(StorageCliBadInputTest, OneClearLine) {
   CliResult pack = RunRailyard({"data", "pack", "--out", empty + "/d"});
   EXPECT_EQ(pack.exit_code, 2);
   EXPECT_NE(pack.err.find("--from"), std::string::npos) << pack.err;
+  CliResult negative = RunRailyard({"data", "pack", "--synthetic", "-5", "--out", empty + "/d"});
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_NE(negative.err.find("--synthetic -5: expected a positive number"), std::string::npos)
+      << negative.err;
+  EXPECT_EQ(negative.err.find("18446744073709551611"), std::string::npos) << negative.err;
+  EXPECT_FALSE(std::filesystem::exists(empty + "/d"));
   std::filesystem::remove_all(empty);
+}
+
+// As root, the benchmarks say that they will drop the machine's page cache before they do, and
+// --no-drop-caches keeps it. (The failing --ranks 0 run stops before any drop.)
+TEST(StorageCliBenchTest, CacheDropIsAnnouncedAndCanBeTurnedOff) {
+  std::string dir = MakeTempDir("ckdrop");
+  CliResult warned = RunRailyard({"bench", "ckpt", "--ranks", "0", "--dir", dir + "/b"});
+  EXPECT_EQ(warned.exit_code, 2) << warned.err;
+  const bool root = ::geteuid() == 0;
+  EXPECT_EQ(warned.err.find("drops the page cache of the whole machine") != std::string::npos, root)
+      << warned.err;
+  EXPECT_NE(warned.err.find("--ranks 0"), std::string::npos) << warned.err;
+  CliResult quiet =
+      RunRailyard({"bench", "ckpt", "--ranks", "0", "--dir", dir + "/b", "--no-drop-caches"});
+  EXPECT_EQ(quiet.exit_code, 2) << quiet.err;
+  EXPECT_EQ(quiet.err.find("page cache"), std::string::npos) << quiet.err;
+  EXPECT_EQ(CountLines(quiet.err), 1) << quiet.err;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(StorageCliBenchTest, SmallCheckpointBenchReportsEveryKey) {
   std::string dir = MakeTempDir("ckbench");
-  CliResult r = RunRailyard({"bench", "ckpt", "--ranks", "2", "--size", "4MiB", "--steps", "2",
-                             "--dir", dir + "/b", "--async", "--touch", "--json"});
+  // --no-drop-caches: a test must not evict the machine's page cache.
+  CliResult r =
+      RunRailyard({"bench", "ckpt", "--ranks", "2", "--size", "4MiB", "--steps", "2", "--dir",
+                   dir + "/b", "--async", "--touch", "--json", "--no-drop-caches"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("page cache"), std::string::npos) << r.err;
   auto j = nlohmann::json::parse(r.out);
   for (const char* k : {"write_gbps", "read_gbps", "save_ms", "stall_ms", "bytes", "ranks",
                         "steps", "snapshot", "touch_ms", "touch_base_ms"}) {
@@ -112,6 +162,7 @@ TEST(StorageCliBenchTest, SmallCheckpointBenchReportsEveryKey) {
   }
   EXPECT_EQ(j["ranks"], 2);
   EXPECT_EQ(j["bytes"], 4 << 20);
+  EXPECT_NE(j["notes"].dump().find("page cache not dropped"), std::string::npos) << j.dump();
   // Write-protection where the kernel allows it, else the copy; either way named.
   EXPECT_TRUE(j["snapshot"] == "protect" || j["snapshot"] == "copy") << j.dump();
   EXPECT_FALSE(std::filesystem::exists(dir + "/b/step-00000002"));  // cleaned up

@@ -1,14 +1,29 @@
 // `railyard bench ...`: the benchmarks that produce the figures in docs/performance.md.
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "railyard/cli/cli_common.h"
 #include "railyard/base/units.h"
+#include "railyard/cli/cli_common.h"
 #include "railyard/place/bench.h"
 #include "railyard/storage/ckpt_bench.h"
 #include "railyard/storage/data_bench.h"
 
 namespace railyard::cli {
+namespace {
+
+// Dropping the page cache evicts every process's cached files, so say so before doing it.
+void WarnCacheDrop(std::string_view bench, std::string_view when) {
+  if (::geteuid() != 0) return;  // only root can drop it
+  fmt::print(stderr,
+             "bench {}: running as root, so {} it drops the page cache of the whole machine "
+             "(sync; echo 3 > /proc/sys/vm/drop_caches), which other processes' cached files "
+             "go with; --no-drop-caches keeps it\n",
+             bench, when);
+}
+
+}  // namespace
 
 void RegisterBenchCommand(CLI::App& app, Action* action) {
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks (figures for docs/performance.md)");
@@ -77,6 +92,9 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
     std::string timeout = "10m";
     std::string snapshot = "protect";
     std::string read_settle = "0s";
+    std::string extent = "8MiB";
+    bool no_preallocate = false;
+    bool keep_cache = false;
     bool json = false;
   };
   auto cf = std::make_shared<CkptFlags>();
@@ -97,6 +115,17 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
                "with --async, rewrite the whole state right after each save (an optimizer "
                "step) and count its slow-down as stall");
   ck->add_flag("--direct", cf->o.direct_io, "O_DIRECT with aligned buffers");
+  ck->add_option("--io-threads", cf->o.io_threads,
+                 "writes in flight per rank (O_DIRECT) or parallel regions (buffered)")
+      ->capture_default_str();
+  ck->add_option("--extent", cf->extent, "largest single write")->capture_default_str();
+  ck->add_flag("--no-preallocate", cf->no_preallocate, "do not fallocate the shards first");
+  ck->add_flag("--unaligned-state", cf->o.unaligned_state,
+               "place the state 16 bytes past a page boundary (as malloc does), so that "
+               "O_DIRECT saves copy every extent through a bounce buffer");
+  ck->add_flag("--no-drop-caches", cf->keep_cache,
+               "as root, do not drop the machine's page cache before the read phase (reads may "
+               "then come from memory)");
   ck->add_option("--read-settle", cf->read_settle,
                  "wait this long between dropping the page cache and reading (VMs give freed "
                  "memory back to the host after a few seconds; compare_storage.sh uses the "
@@ -123,6 +152,12 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
       if (cf->o.touch && !cf->o.async_save) {
         return InvalidArgument("--touch needs --async (it measures what a pending save costs)");
       }
+      auto extent = base::ParseBytes(cf->extent);
+      if (!extent.ok()) return extent.status().WithContext("--extent");
+      cf->o.extent_bytes = *extent;
+      cf->o.preallocate = !cf->no_preallocate;
+      cf->o.drop_caches = !cf->keep_cache;
+      if (cf->o.drop_caches) WarnCacheDrop("ckpt", "before the read phase");
       auto r = storage::RunCkptBench(cf->o);
       if (!r.ok()) return r.status();
       if (cf->json) {
@@ -147,6 +182,7 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
 
   struct DataFlags {
     storage::DataBenchOptions o;
+    bool keep_cache = false;
     bool json = false;
   };
   auto df = std::make_shared<DataFlags>();
@@ -158,10 +194,15 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
   db->add_option("--max-bytes", df->o.max_bytes, "largest sample")->capture_default_str();
   db->add_option("--readers", df->o.readers, "concurrent readers")->capture_default_str();
   db->add_option("--seed", df->o.seed, "seed")->capture_default_str();
+  db->add_flag("--no-drop-caches", df->keep_cache,
+               "as root, do not drop the machine's page cache before each phase (both then "
+               "read warm caches)");
   db->add_flag("--json", df->json, "print the result as JSON");
   db->footer("Example:\n  railyard bench data --samples 100000 --readers 2 --dir /tmp/dbench\n");
   db->callback([df, action] {
     *action = [df]() -> Outcome {
+      df->o.drop_caches = !df->keep_cache;
+      if (df->o.drop_caches) WarnCacheDrop("data", "before each phase");
       if (!df->json) {
         df->o.progress = [](std::string_view s) {
           fmt::print(stderr, "  {}\n", s);

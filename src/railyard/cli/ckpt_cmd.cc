@@ -46,9 +46,10 @@ Outcome Verify(const CkptFlags& f) {
   std::string fallback = report->fallback_step
                              ? fmt::format("; would fall back to step {}", *report->fallback_step)
                              : "; no older valid step to fall back to";
-  return Status(report->status.code(),
-                fmt::format("step {} is corrupt: {}{}", report->step, report->status.message(),
-                            fallback));
+  // Exit codes (docs/storage.md): a step that fails verification for whatever reason (a bad
+  // manifest, a missing or short shard, a checksum) is the verdict of the operation, exit 1;
+  // exit 2 is kept for bad input (no such directory or step, a bad flag).
+  return DataLoss("step {} is corrupt: {}{}", report->step, report->status.message(), fallback);
 }
 
 Status Export(const CkptFlags& f) {
@@ -82,8 +83,10 @@ void RegisterCkptCommand(CLI::App& app, Action* action) {
 
   auto vf = std::make_shared<CkptFlags>();
   CLI::App* vr = ck->add_subcommand(
-      "verify", "Verify every checksum; exit 0 and print the step when valid, else name the "
-                "corrupt file and extent and the step it would fall back to");
+      "verify",
+      "Verify the manifest, the shards and every checksum; exit 0 and print the "
+      "step when valid, exit 1 naming the corrupt file and extent and the step it "
+      "would fall back to, exit 2 when there is no such directory or step");
   vr->add_option("dir", vf->dir, "checkpoint directory")->required();
   vr->add_option("--step", vf->step, "this step (default: the newest, which a restart loads)");
   vr->callback([vf, action] { *action = [vf]() -> Outcome { return Verify(*vf); }; });

@@ -19,7 +19,8 @@ void RegisterDataCommand(CLI::App& app, Action* action) {
       "Docs: docs/storage.md\n");
   struct Flags {
     std::string from;
-    uint64_t synthetic = 0;
+    // Signed, so that "-5" is refused instead of wrapping around to 2^64 - 5.
+    int64_t synthetic = 0;
     std::string min_size = "1KiB";
     std::string max_size = "4KiB";
     uint64_t seed = 1;
@@ -40,6 +41,10 @@ void RegisterDataCommand(CLI::App& app, Action* action) {
   pack->add_flag("--overwrite", f->overwrite, "replace a dataset already in --out");
   pack->callback([f, action] {
     *action = [f]() -> Outcome {
+      if (f->synthetic < 0) {
+        return InvalidArgument("--synthetic {}: expected a positive number of samples",
+                               f->synthetic);
+      }
       if (f->from.empty() == (f->synthetic == 0)) {
         return InvalidArgument("give exactly one of --from DIR and --synthetic N");
       }
@@ -57,7 +62,7 @@ void RegisterDataCommand(CLI::App& app, Action* action) {
         st = storage::PackDirectory(f->from, f->out, po);
       } else {
         storage::SyntheticSpec spec;
-        spec.samples = f->synthetic;
+        spec.samples = static_cast<uint64_t>(f->synthetic);
         auto lo = base::ParseBytes(f->min_size);
         if (!lo.ok()) return lo.status().WithContext("--min-size");
         auto hi = base::ParseBytes(f->max_size);

@@ -8,8 +8,11 @@
 #include <algorithm>
 #include <bit>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <span>
 #include <sstream>
 #include <thread>
 
@@ -37,7 +40,7 @@ double Median(std::vector<double> v) {
 
 // One pass over the state that rewrites every byte, as an optimizer step does; applied twice it
 // restores the state.
-void RewriteState(std::vector<std::vector<float>>& rows) {
+void RewriteState(std::vector<std::span<float>>& rows) {
   for (auto& row : rows) {
     for (float& v : row) v = std::bit_cast<float>(std::bit_cast<uint32_t>(v) ^ 0x00A5A5A5u);
   }
@@ -56,7 +59,22 @@ int RunRank(const CkptBenchOptions& o, int rank, int report_fd, int go_fd) {
     return 1;
   };
   const int64_t elems = static_cast<int64_t>(o.total_bytes / 4 / o.ranks / o.tensors);
-  std::vector<std::vector<float>> rows(o.tensors, std::vector<float>(elems));
+  // The state lives in page-aligned memory, as pinned host memory (the staging of GPU
+  // tensors) does, or 16 bytes past a page boundary with unaligned_state, as large malloc'ed
+  // arrays do; O_DIRECT then needs a bounce copy of every extent.
+  // (Not AlignedBuffer: its huge-page advice would change what write-protection costs.)
+  const size_t shift = o.unaligned_state ? 16 : 0;
+  std::vector<std::unique_ptr<void, decltype(&std::free)>> memory;
+  std::vector<std::span<float>> rows;
+  for (int t = 0; t < o.tensors; ++t) {
+    void* p = nullptr;
+    if (::posix_memalign(&p, kDirectIoAlignment, static_cast<size_t>(elems) * 4 + shift) != 0) {
+      return fail(ResourceExhausted("rank {}: cannot allocate the state", rank));
+    }
+    memory.emplace_back(p, &std::free);
+    rows.emplace_back(reinterpret_cast<float*>(static_cast<uint8_t*>(p) + shift),
+                      static_cast<size_t>(elems));
+  }
   uint64_t x = 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(rank + 1);
   for (auto& row : rows) {
     for (auto& v : row) {
@@ -81,6 +99,9 @@ int RunRank(const CkptBenchOptions& o, int rank, int report_fd, int go_fd) {
   wo.world_size = o.ranks;
   wo.agreement = agreement->get();
   wo.direct_io = o.direct_io;
+  wo.io_threads = o.io_threads;
+  wo.extent_bytes = o.extent_bytes;
+  wo.preallocate = o.preallocate;
   auto writer = CheckpointWriter::Open(wo);
   if (!writer.ok()) return fail(writer.status());
   std::unique_ptr<AsyncSaver> saver;
@@ -204,6 +225,13 @@ Result<CkptBenchResult> RunCkptBench(const CkptBenchOptions& o) {
                            o.total_bytes, o.ranks, o.tensors);
   }
   if (o.dir.empty()) return InvalidArgument("--dir is required");
+  if (o.io_threads < 1 || o.io_threads > 256) {
+    return InvalidArgument("--io-threads {}: expected 1 to 256", o.io_threads);
+  }
+  if (o.extent_bytes < kDirectIoAlignment || o.extent_bytes % kDirectIoAlignment != 0) {
+    return InvalidArgument("--extent {} bytes: expected a multiple of {}", o.extent_bytes,
+                           kDirectIoAlignment);
+  }
   std::error_code ec;
   if (std::filesystem::exists(o.dir, ec) && !std::filesystem::is_empty(o.dir, ec)) {
     return InvalidArgument("--dir '{}' is not empty; the benchmark writes into a fresh directory "
@@ -253,7 +281,9 @@ Result<CkptBenchResult> RunCkptBench(const CkptBenchOptions& o) {
   while (!all([](const RankProc& p) { return p.done; })) {
     if (!read_phase && all([](const RankProc& p) { return p.written; })) {
       read_phase = true;
-      if (::geteuid() == 0 && DropCaches()) {
+      if (!o.drop_caches) {
+        result.notes.push_back("page cache not dropped (asked not to): reads may come from memory");
+      } else if (::geteuid() == 0 && DropCaches()) {
         result.notes.push_back("page cache dropped before the read phase");
       } else {
         result.notes.push_back("page cache not dropped (needs root): reads may come from memory");

@@ -5,8 +5,9 @@
 // Each rank is a forked process with its own CheckpointWriter; the ranks agree through a
 // FileAgreement in the checkpoint directory, as ranks on a shared file system would. The
 // state is `tensors` F32 tensors of global shape [R, E], rank r owning row r, so the total is
-// `total_bytes`. Between the write and the read phase the page cache is dropped when running
-// as root (otherwise the read measures memory, which the result notes).
+// `total_bytes`. Between the write and the read phase the page cache of the whole machine is
+// dropped when running as root and drop_caches is set (otherwise the read may measure
+// memory, which the result notes); the CLI says so before it starts.
 //
 // Figures: a checkpoint's save time is the slowest rank's Save (or SaveAsync + Wait);
 // save_ms is the median over the K steps and write_gbps = total_bytes / that median. The
@@ -42,6 +43,17 @@ struct CkptBenchOptions {
   // counts as stall too: the cost of write-protection faults, which a plain stall hides.
   bool touch = false;
   bool direct_io = false;
+  // As root: sync and write 3 to /proc/sys/vm/drop_caches before the read phase. This evicts
+  // every process's cached files, not only the benchmark's.
+  bool drop_caches = true;
+  // The writer's queue: WriterOptions::io_threads, extent_bytes and preallocate.
+  int io_threads = 4;
+  uint64_t extent_bytes = 8 << 20;
+  bool preallocate = true;
+  // Place the state 16 bytes past a page boundary (as a large malloc'ed array is) instead of
+  // page-aligned (as pinned host memory is): O_DIRECT saves then copy every extent through an
+  // aligned bounce buffer.
+  bool unaligned_state = false;
   int tensors = 8;
   // Pause between dropping the page cache and the read phase. In a VM that hands freed memory
   // back to the host after a few seconds, a read into memory freed a moment ago runs faster
