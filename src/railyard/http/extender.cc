@@ -47,41 +47,31 @@ json* FindKey(json& object, std::string_view key) {
 Extender::Extender(topo::Cluster cluster, std::string group_label)
     : cluster_(std::move(cluster)), group_label_(std::move(group_label)) {}
 
-Result<Extender::PodInfo> Extender::ReadPod(const json& args) const {
+Result<Extender::Request> Extender::ReadRequest(const json& args) const {
   if (!args.is_object()) return InvalidArgument("ExtenderArgs: expected a JSON object");
   const json* pod = FindKey(args, "Pod");
   if (pod == nullptr || !pod->is_object()) {
     return InvalidArgument("ExtenderArgs: field 'Pod': expected a v1.Pod object");
   }
-  PodInfo info;
-  info.group = MetaValue(*pod, "labels", group_label_);
-  std::string level = MetaValue(*pod, "annotations", "kueue.x-k8s.io/podset-required-topology");
-  if (level.empty()) level = MetaValue(*pod, "annotations", "railyard.io/required-level");
-  if (!level.empty()) {
-    std::string_view name = level;
-    if (name.rfind("railyard.io/", 0) == 0) name.remove_prefix(12);
-    info.required_level = cluster_.FindLevel(name);
-    if (info.required_level < 0) {
-      return InvalidArgument("pod requires topology level '{}', which is not one of {}", level,
-                             fmt::join(cluster_.levels, ", "));
-    }
-  }
-  return info;
-}
+  Request req;
+  req.pod.group = MetaValue(*pod, "labels", group_label_);
+  req.pod.required_topology =
+      MetaValue(*pod, "annotations", place::kKueueRequiredTopologyAnnotation);
+  req.pod.preferred_topology =
+      MetaValue(*pod, "annotations", place::kKueuePreferredTopologyAnnotation);
+  req.pod.required_level = MetaValue(*pod, "annotations", place::kRequiredLevelAnnotation);
 
-Result<std::vector<std::string>> Extender::ReadNodeNames(const json& args, bool* by_name) const {
-  std::vector<std::string> names;
   const json* node_names = FindKey(args, "NodeNames");
   if (node_names != nullptr && node_names->is_array()) {
-    *by_name = true;
+    req.by_name = true;
     for (const auto& n : *node_names) {
-      if (!n.is_string())
+      if (!n.is_string()) {
         return InvalidArgument("ExtenderArgs: field 'NodeNames': expected strings");
-      names.push_back(n.get<std::string>());
+      }
+      req.names.push_back(n.get<std::string>());
     }
-    return names;
+    return req;
   }
-  *by_name = false;
   const json* nodes = FindKey(args, "Nodes");
   if (nodes == nullptr || nodes->is_null()) {
     return InvalidArgument("ExtenderArgs: neither 'NodeNames' nor 'Nodes' is set");
@@ -96,114 +86,70 @@ Result<std::vector<std::string>> Extender::ReadNodeNames(const json& args, bool*
     if (name == nullptr || !name->is_string()) {
       return InvalidArgument("ExtenderArgs: a node in 'Nodes.items' has no metadata.name");
     }
-    names.push_back(name->get<std::string>());
+    req.names.push_back(name->get<std::string>());
   }
-  return names;
+  return req;
 }
 
-Result<Extender::Request> Extender::ReadRequest(const json& args) {
-  Request req;
-  auto pod = ReadPod(args);
-  auto names =
-      pod.ok() ? ReadNodeNames(args, &req.by_name) : Result<std::vector<std::string>>(pod.status());
-  if (!names.ok()) {
+Result<place::ResolvedPod> Extender::Prepare(const json& args, Request* req, std::set<int>* bound) {
+  auto parsed = ReadRequest(args);
+  auto pod = parsed.ok() ? place::ResolvePod(cluster_, parsed->pod)
+                         : Result<place::ResolvedPod>(parsed.status());
+  if (!pod.ok()) {
     ++counters_.bad_requests;
-    return names.status();
+    return pod.status();
   }
-  req.pod = *pod;
-  req.names = std::move(*names);
-  return req;
+  *req = std::move(*parsed);
+  if (!pod->group.empty()) {
+    auto it = bound_.find(pod->group);
+    if (it != bound_.end()) *bound = it->second;
+  }
+  return pod;
 }
 
 Result<json> Extender::Filter(json args) {
   std::lock_guard lock(mu_);
   ++counters_.filter_requests;
-  RY_ASSIGN_OR_RETURN(Request req, ReadRequest(args));
-  const PodInfo* pod = &req.pod;
-  const std::vector<std::string>* names = &req.names;
-  const bool by_name = req.by_name;
-  // ReadRequest checked that Nodes.items is an array when NodeNames is not used.
-  json* items = by_name ? nullptr : FindKey(*FindKey(args, "Nodes"), "items");
-  // Domains of the required level already used by the group: a node must share one.
-  std::set<int> required_domains;
-  if (pod->required_level >= 0 && !pod->group.empty()) {
-    auto it = bound_.find(pod->group);
-    if (it != bound_.end()) {
-      for (int n : it->second) required_domains.insert(cluster_.DomainOf(n, pod->required_level));
-    }
-  }
-  json passed_names = json::array();
-  json passed_items = json::array();
+  Request req;
+  std::set<int> bound;
+  RY_ASSIGN_OR_RETURN(place::ResolvedPod pod, Prepare(args, &req, &bound));
+  place::FilterVerdict verdict = place::FilterNodes(cluster_, pod, req.names, bound, excluded_);
+  counters_.nodes_filtered_out += verdict.failed.size();
+
   json failed = json::object();
-  for (size_t i = 0; i < names->size(); ++i) {
-    const std::string& name = (*names)[i];
-    int n = cluster_.FindNode(name);
-    std::string reason;
-    if (n < 0) {
-      reason = "node is not in the Railyard topology";
-    } else if (excluded_.count(name)) {
-      reason = "node is excluded by Railyard validation";
-    } else if (!required_domains.empty() &&
-               !required_domains.count(cluster_.DomainOf(n, pod->required_level))) {
-      const int d = *required_domains.begin();
-      reason = fmt::format("group '{}' requires one {} and is already on {}", pod->group,
-                           cluster_.levels[pod->required_level], cluster_.switches[d].name);
-    }
-    if (!reason.empty()) {
-      failed[name] = reason;
-      ++counters_.nodes_filtered_out;
-      continue;
-    }
-    if (by_name) {
-      passed_names.push_back(name);
-    } else {
-      passed_items.push_back(std::move((*items)[i]));
-    }
-  }
+  for (const auto& [i, reason] : verdict.failed) failed[req.names[i]] = reason;
   json result = json::object();
-  result["FailedNodes"] = std::move(failed);
-  result["FailedAndUnresolvableNodes"] = json::object();
+  result["FailedNodes"] = failed;
+  result["FailedAndUnresolvableNodes"] = std::move(failed);
   result["Error"] = "";
-  if (by_name) {
-    result["NodeNames"] = std::move(passed_names);
+  if (req.by_name) {
+    json passed = json::array();
+    for (size_t i : verdict.passed) passed.push_back(req.names[i]);
+    result["NodeNames"] = std::move(passed);
     result["Nodes"] = nullptr;
   } else {
+    // ReadRequest checked that Nodes.items is an array. The passing Node objects are moved,
+    // not copied: a request can carry thousands of them.
+    json& items = *FindKey(*FindKey(args, "Nodes"), "items");
+    json passed = json::array();
+    for (size_t i : verdict.passed) passed.push_back(std::move(items[i]));
     result["Nodes"] = json::object();
-    result["Nodes"]["items"] = std::move(passed_items);
+    result["Nodes"]["items"] = std::move(passed);
     result["NodeNames"] = nullptr;
   }
   return result;
 }
 
-int Extender::Score(int node, const std::set<int>& bound) const {
-  if (bound.empty()) return 0;
-  const int levels = static_cast<int>(cluster_.levels.size());
-  // The deepest level at which the node shares a switch with a bound pod.
-  for (int level = levels - 1; level >= 0; --level) {
-    const int d = cluster_.DomainOf(node, level);
-    if (d < 0) continue;
-    for (int b : bound) {
-      if (cluster_.DomainOf(b, level) == d) return 10 * (level + 1) / levels;
-    }
-  }
-  return 0;
-}
-
 Result<json> Extender::Prioritize(const json& args) {
   std::lock_guard lock(mu_);
   ++counters_.prioritize_requests;
-  RY_ASSIGN_OR_RETURN(Request req, ReadRequest(args));
-  const PodInfo* pod = &req.pod;
-  const std::vector<std::string>* names = &req.names;
+  Request req;
   std::set<int> bound;
-  if (!pod->group.empty()) {
-    auto it = bound_.find(pod->group);
-    if (it != bound_.end()) bound.insert(it->second.begin(), it->second.end());
-  }
+  RY_ASSIGN_OR_RETURN(place::ResolvedPod pod, Prepare(args, &req, &bound));
+  std::vector<int> scores = place::ScoreNodes(cluster_, pod, req.names, bound);
   json list = json::array();
-  for (const auto& name : *names) {
-    int n = cluster_.FindNode(name);
-    list.push_back({{"Host", name}, {"Score", n < 0 ? 0 : Score(n, bound)}});
+  for (size_t i = 0; i < req.names.size(); ++i) {
+    list.push_back({{"Host", req.names[i]}, {"Score", scores[i]}});
   }
   return list;
 }
@@ -222,8 +168,7 @@ void Extender::ForgetBound(const std::string& group, const std::string& node) {
   std::lock_guard lock(mu_);
   auto it = bound_.find(group);
   if (it == bound_.end()) return;
-  auto one = it->second.find(n);
-  if (one != it->second.end()) it->second.erase(one);
+  it->second.erase(n);
   if (it->second.empty()) bound_.erase(it);
 }
 

@@ -1,26 +1,22 @@
-// The Kubernetes scheduler-extender logic: filter and prioritize nodes for a pod by the
-// cluster's topology. Pure: JSON in, JSON out, no I/O, so tests drive it with the request
-// bodies kube-scheduler sends; server.h puts it behind HTTP.
+// The Kubernetes scheduler extender's JSON face: ExtenderArgs in, ExtenderFilterResult and
+// HostPriorityList out. It reads the pod's gang label and topology annotations and the
+// candidate node names, asks the policy in place/pod_policy.h, and writes the answer; it holds
+// the gang bindings the watcher reports. server.h puts it behind HTTP.
 //
 // Wire shapes (k8s.io/kube-scheduler/extender/v1; the types carry no JSON tags, so the
 // scheduler sends Go field names, and every key here is matched case-insensitively):
 //   ExtenderArgs          {"Pod": v1.Pod, "Nodes": v1.NodeList|null, "NodeNames": [..]|null}
 //   ExtenderFilterResult  {"Nodes"|"NodeNames", "FailedNodes": {name: reason},
-//                          "FailedAndUnresolvableNodes": {}, "Error": ""}
+//                          "FailedAndUnresolvableNodes": {name: reason}, "Error": ""}
 //   HostPriorityList      [{"Host": name, "Score": 0..10}]
+// A failed node is listed in both maps: kube-scheduler (1.20 on) lets FailedAndUnresolvable
+// win, so preemption does not evict pods from a node the pod can never use; older schedulers
+// read FailedNodes.
 //
-// Policy:
-// - filter: a node not in the topology, or on the exclusion list (unhealthy hosts from
-//   validation), fails with the reason. When the pod asks for a required level
-//   (annotation kueue.x-k8s.io/podset-required-topology or railyard.io/required-level, naming a
-//   level or its node label railyard.io/<level>) and pods of its group are already bound, only
-//   nodes in the same domain of that level pass.
-// - prioritize: closeness to the already-bound pods of the same group (group = value of the
-//   pod label `group_label`): 10 on the leaf of a bound pod, then proportionally less for each
-//   level further up the common ancestor is; 0 with nothing in common or nothing bound.
-// - bindings are learned through RecordBound (the server's POST /bound, fed by a pod watcher;
-//   see deploy/kubernetes/), since the extender protocol does not tell the extender where
-//   pods landed.
+// Bindings: the extender protocol does not say where pods were bound, so a watcher reports
+// each (gang, node) pair that holds at least one bound pod of the gang (RecordBound) and each
+// pair that no longer does (ForgetBound). Both are idempotent, so the watcher can replay its
+// whole list after either side restarts (deploy/kubernetes/extender.yaml).
 //
 // Thread-safety: all methods are safe to call concurrently (one mutex).
 #pragma once
@@ -34,6 +30,7 @@
 #include <vector>
 
 #include "railyard/base/status.h"
+#include "railyard/place/pod_policy.h"
 #include "railyard/topo/model.h"
 
 namespace railyard::http {
@@ -60,37 +57,35 @@ class Extender {
   // Body of /prioritize.
   Result<nlohmann::json> Prioritize(const nlohmann::json& args);
 
-  // A pod of `group` is bound to `node`. NOT_FOUND for a node outside the topology.
+  // At least one pod of `group` is bound to `node` (idempotent). NOT_FOUND for a node
+  // outside the topology, INVALID_ARGUMENT for an empty group.
   Status RecordBound(const std::string& group, const std::string& node);
+  // No pod of `group` is bound to `node` any more (idempotent; unknown pairs are ignored).
   void ForgetBound(const std::string& group, const std::string& node);
   void SetExcluded(std::set<std::string> nodes);
 
   ExtenderCounters counters() const;
+  // (group, node) pairs recorded by RecordBound.
   size_t bound_pods() const;
   const topo::Cluster& cluster() const { return cluster_; }
 
  private:
-  struct PodInfo {
-    std::string group;
-    int required_level = -1;
-  };
   struct Request {
-    PodInfo pod;
+    place::PodRequest pod;
     std::vector<std::string> names;  // candidate nodes
     bool by_name = false;            // NodeNames (nodeCacheCapable) rather than Nodes.items
   };
-  // Parses ExtenderArgs; counts a malformed one. Requires mu_ held.
-  Result<Request> ReadRequest(const nlohmann::json& args);
-  Result<PodInfo> ReadPod(const nlohmann::json& args) const;
-  // Candidate node names and whether the request used NodeNames; with Nodes.items, names[i]
-  // is the name of items[i].
-  Result<std::vector<std::string>> ReadNodeNames(const nlohmann::json& args, bool* by_name) const;
-  int Score(int node, const std::set<int>& bound) const;
+  // Parses ExtenderArgs. INVALID_ARGUMENT naming the field.
+  Result<Request> ReadRequest(const nlohmann::json& args) const;
+  // ReadRequest, then the policy's view of the pod and its gang's bound nodes; counts a
+  // malformed request. Requires mu_ held.
+  Result<place::ResolvedPod> Prepare(const nlohmann::json& args, Request* req,
+                                     std::set<int>* bound);
 
   topo::Cluster cluster_;
   std::string group_label_;
   mutable std::mutex mu_;
-  std::map<std::string, std::multiset<int>> bound_;  // group -> node indices
+  std::map<std::string, std::set<int>> bound_;  // group -> node indices
   std::set<std::string> excluded_;
   ExtenderCounters counters_;
 };

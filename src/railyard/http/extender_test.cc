@@ -57,15 +57,76 @@ TEST(ExtenderTest, FilterFailsUnknownAndExcludedNodesWithReasons) {
   auto r = ext.Filter(Args("job1", {"n0", "n3", "ghost"}));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ((*r)["NodeNames"], json({"n0"}));
+  EXPECT_EQ((*r)["Nodes"], nullptr);
   EXPECT_NE((*r)["FailedNodes"]["ghost"].get<std::string>().find("not in the Railyard topology"),
             std::string::npos);
   EXPECT_NE((*r)["FailedNodes"]["n3"].get<std::string>().find("excluded"), std::string::npos);
+  // The same reasons as unresolvable, so preemption leaves those nodes alone.
+  EXPECT_EQ((*r)["FailedAndUnresolvableNodes"], (*r)["FailedNodes"]);
   EXPECT_EQ((*r)["Error"], "");
+  EXPECT_EQ(ext.counters().nodes_filtered_out, 2u);
+}
+
+// What kube-scheduler sends for a coredns pod when the extender is consulted for every pod:
+// whole Node objects, no gang label, no annotation. Nothing is filtered and every score is 0.
+TEST(ExtenderTest, PodWithoutGangPassesThroughUntouched) {
+  Extender ext(Cluster());
+  ext.SetExcluded({"n3"});
+  ASSERT_TRUE(ext.RecordBound("job1", "n0").ok());
+  json args = {{"Pod",
+                {{"metadata",
+                  {{"name", "coredns-5d78c9869d-7xq2k"},
+                   {"namespace", "kube-system"},
+                   {"labels", {{"k8s-app", "kube-dns"}}}}},
+                 {"spec", {{"priorityClassName", "system-cluster-critical"}}}}},
+               {"Nodes",
+                {{"items",
+                  {{{"metadata", {{"name", "cpu-a"}}}},
+                   {{"metadata", {{"name", "cpu-b"}}}},
+                   {{"metadata", {{"name", "n3"}}}}}}}},
+               {"NodeNames", nullptr}};
+  auto f = ext.Filter(args);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  ASSERT_EQ((*f)["Nodes"]["items"].size(), 3u);
+  EXPECT_EQ((*f)["Nodes"]["items"][0]["metadata"]["name"], "cpu-a");
+  EXPECT_TRUE((*f)["FailedNodes"].empty());
+  EXPECT_TRUE((*f)["FailedAndUnresolvableNodes"].empty());
+  auto p = ext.Prioritize(args);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_EQ(p->size(), 3u);
+  for (const auto& hp : *p) EXPECT_EQ(hp["Score"], 0) << hp.dump();
+}
+
+TEST(ExtenderTest, HostnameAndForeignTopologyAnnotations) {
+  Extender ext(Cluster());
+  ASSERT_TRUE(ext.RecordBound("job1", "n0").ok());
+  auto host = ext.Filter(Args("job1", {"n0", "n1"}, "kubernetes.io/hostname"));
+  ASSERT_TRUE(host.ok()) << host.status().ToString();
+  EXPECT_EQ((*host)["NodeNames"], json({"n0"}));
+  // Another tool's label is left to that tool: no constraint, no error.
+  auto foreign = ext.Filter(Args("job1", {"n0", "n4"}, "cloud.example.com/block"));
+  ASSERT_TRUE(foreign.ok()) << foreign.status().ToString();
+  EXPECT_EQ((*foreign)["NodeNames"], json({"n0", "n4"}));
+}
+
+TEST(ExtenderTest, BindingsAreIdempotentSoAWatcherCanReplayThem) {
+  Extender ext(Cluster());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(ext.RecordBound("job1", "n0").ok());
+  ASSERT_TRUE(ext.RecordBound("job1", "n2").ok());
+  EXPECT_EQ(ext.bound_pods(), 2u);
+  ext.ForgetBound("job1", "n0");
+  ext.ForgetBound("job1", "n0");
+  ext.ForgetBound("nobody", "n0");
+  EXPECT_EQ(ext.bound_pods(), 1u);
+  auto r = ext.Prioritize(Args("job1", {"n3", "n1"}));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)[0]["Score"], 10);  // leaf1 of n2
+  EXPECT_EQ((*r)[1]["Score"], 5);   // spine0 only: n0 was forgotten
 }
 
 TEST(ExtenderTest, FilterWithFullNodeObjectsReturnsThem) {
   Extender ext(Cluster());
-  json args = Args("", {});
+  json args = Args("job1", {});
   args.erase("NodeNames");
   args["Nodes"] = {{"items",
                     {{{"metadata", {{"name", "n1"}, {"labels", {{"a", "b"}}}}}},
@@ -118,8 +179,12 @@ TEST(ExtenderTest, MalformedArgsAreRejectedAndCounted) {
   EXPECT_FALSE(ext.Filter(json{{"Pod", json::object()}}).ok());  // no nodes at all
   auto bad = ext.Prioritize(json{{"Pod", json::object()}, {"NodeNames", {1, 2}}});
   EXPECT_FALSE(bad.ok());
-  EXPECT_EQ(ext.counters().bad_requests, 4u);
+  auto level = ext.Filter(Args("job1", {"n0"}, "railyard.io/rack"));
+  ASSERT_FALSE(level.ok());
+  EXPECT_NE(level.status().message().find("podset-required-topology"), std::string::npos);
+  EXPECT_EQ(ext.counters().bad_requests, 5u);
   EXPECT_EQ(ext.RecordBound("g", "ghost").code(), StatusCode::kNotFound);
+  EXPECT_EQ(ext.RecordBound("", "n0").code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace
