@@ -310,7 +310,7 @@ if command -v iperf3 >/dev/null; then
     grep -q "listening" "$WORK/iperf-s" 2>/dev/null && break
     sleep 0.1
   done
-  # iperf3 can exit 0 with an error object instead of a summary (seen once in ~20 runs); the
+  # iperf3 can exit 0 with an error object instead of a summary (it does, rarely); the
   # ceiling is then reported as missing rather than ending the comparison.
   if timeout 60 iperf3 -c 127.0.0.1 -p "$port" --bidir -t 5 "${IPERF_CC[@]}" -J \
        >"$WORK/iperf.json" 2>&1 &&
