@@ -1,6 +1,7 @@
 // `railyard topo show|export` and `railyard discover`: read a topology in any supported
 // format, print it, convert it for Slurm, Kubernetes/Kueue and NCCL; describe this node.
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "railyard/base/files.h"
@@ -21,16 +22,21 @@ constexpr const char* kFormats =
     "hostfile";
 
 Result<std::string> Export(const topo::Cluster& c, const std::string& format,
-                           const std::string& node, int slots, const std::string& name) {
+                           const std::string& node, int slots, const std::string& name,
+                           const std::string& kueue_api) {
   if (format == "railyard-yaml") return topo::WriteTopologyYaml(c);
   if (format == "slurm-conf") return topo::WriteSlurmTopologyConf(c);
   if (format == "slurm-yaml") return topo::WriteSlurmTopologyYaml(c);
   if (format == "k8s-labels") return topo::KubectlLabelCommands(c);
   if (format == "k8s-labels-json") return topo::NodeLabelsJson(c).dump(2) + "\n";
-  if (format == "kueue") return topo::KueueTopologyManifest(c, name);
+  if (format == "kueue") {
+    RY_ASSIGN_OR_RETURN(topo::KueueApi api, topo::ParseKueueApi(kueue_api));
+    return topo::KueueTopologyManifest(c, name, api);
+  }
   if (format == "hostfile") return topo::Hostfile(c, {}, slots);
   if (format == "nccl-xml") {
-    if (node.empty()) return InvalidArgument("--format nccl-xml needs --node NAME (one node's file)");
+    if (node.empty())
+      return InvalidArgument("--format nccl-xml needs --node NAME (one node's file)");
     int n = c.FindNode(node);
     if (n < 0) return NotFound("--node '{}' is not in the topology", node);
     return topo::NcclTopologyXml(c.nodes[n]);
@@ -60,7 +66,8 @@ void RegisterTopoCommand(CLI::App& app, Action* action) {
   auto sf = std::make_shared<ShowFlags>();
   CLI::App* show = topo->add_subcommand("show", "Print the tree readably");
   show->add_option("--topology", sf->topology, "topology file (any supported format)")->required();
-  show->footer("Example:\n  railyard topo show --topology /run/railyard/vcluster-ry-topology.yaml\n");
+  show->footer(
+      "Example:\n  railyard topo show --topology /run/railyard/vcluster-ry-topology.yaml\n");
   show->callback([sf, action] {
     *action = [sf]() -> Outcome {
       auto c = topo::LoadTopology(sf->topology);
@@ -76,6 +83,7 @@ void RegisterTopoCommand(CLI::App& app, Action* action) {
     std::string node;
     std::string out;
     std::string name = "railyard";
+    std::string kueue_api = "v1beta2";
     int slots = 0;
   };
   auto ef = std::make_shared<ExportFlags>();
@@ -84,6 +92,10 @@ void RegisterTopoCommand(CLI::App& app, Action* action) {
   ex->add_option("--format", ef->format, std::string("one of: ") + kFormats)->required();
   ex->add_option("--node", ef->node, "the node, for nccl-xml");
   ex->add_option("--name", ef->name, "name of the Kueue Topology object")->capture_default_str();
+  ex->add_option("--kueue-api", ef->kueue_api,
+                 "Kueue API version of the Topology: v1alpha1 (Kueue 0.9-0.13), v1beta1 (0.14 "
+                 "and later), v1beta2 (0.15 and later)")
+      ->capture_default_str();
   ex->add_option("--slots", ef->slots, "slots per node in a hostfile (default: GPUs per node)");
   ex->add_option("--out", ef->out, "write here (atomically) instead of stdout");
   ex->footer(
@@ -93,7 +105,7 @@ void RegisterTopoCommand(CLI::App& app, Action* action) {
       "  slurm-yaml       Slurm topology.yaml\n"
       "  k8s-labels       kubectl label commands: railyard.io/<level>=<switch> per node\n"
       "  k8s-labels-json  the same labels as JSON {node: {label: value}}\n"
-      "  kueue            Kueue Topology (+ ResourceFlavor) over those labels\n"
+      "  kueue            Kueue Topology (+ ResourceFlavor) over those labels (--kueue-api)\n"
       "  nccl-xml         NCCL_TOPO_FILE XML for one node (--node)\n"
       "  hostfile         OpenMPI hostfile in tree order\n"
       "Example:\n  railyard topo export --topology cluster.yaml --format nccl-xml --node gpu001\n");
@@ -101,7 +113,7 @@ void RegisterTopoCommand(CLI::App& app, Action* action) {
     *action = [ef]() -> Outcome {
       auto c = topo::LoadTopology(ef->topology);
       if (!c.ok()) return c.status();
-      auto text = Export(*c, ef->format, ef->node, ef->slots, ef->name);
+      auto text = Export(*c, ef->format, ef->node, ef->slots, ef->name, ef->kueue_api);
       if (!text.ok()) return text.status();
       if (ef->out.empty()) {
         fmt::print("{}", *text);
@@ -118,9 +130,10 @@ void RegisterDiscoverCommand(CLI::App& app, Action* action) {
     bool no_fabric = false;
   };
   auto f = std::make_shared<Flags>();
-  CLI::App* d = app.add_subcommand(
-      "discover", "Describe this node as JSON: NUMA and CPUs, GPUs, NICs, GPU-NIC paths, "
-                  "libfabric providers");
+  CLI::App* d =
+      app.add_subcommand("discover",
+                         "Describe this node as JSON: NUMA and CPUs, GPUs, NICs, GPU-NIC paths, "
+                         "libfabric providers");
   d->add_option("--sysfs", f->sysfs, "sysfs root (for testing against a copy)")
       ->capture_default_str();
   d->add_flag("--no-fabric", f->no_fabric, "skip the libfabric provider probe");

@@ -7,7 +7,7 @@
 //   cluster.railyard.io/name=train-a
 //
 //   fmt::print("{}", KubectlLabelCommands(cluster));          // a shell script to apply them
-//   fmt::print("{}", KueueTopologyManifest(cluster, "train-a")); // kubectl apply -f -
+//   RY_ASSIGN_OR_RETURN(std::string kueue, KueueTopologyManifest(cluster, "train-a"));
 //
 // Label keys and values must be valid Kubernetes label text (at most 63 characters,
 // [A-Za-z0-9] at both ends, [-_.A-Za-z0-9] inside). Names that already are valid are used
@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "railyard/base/status.h"
 #include "railyard/topo/model.h"
 
 namespace railyard::topo {
@@ -61,15 +62,36 @@ std::string KubectlLabelCommands(const Cluster& cluster);
 // nodes through the API.
 nlohmann::json NodeLabelsJson(const Cluster& cluster);
 
+// Kueue API versions of the Topology object. Which Kueue releases serve which (read from
+// kubernetes-sigs/kueue apis/kueue/<version>/ at each release tag):
+//   kV1alpha1  Kueue 0.9 to 0.13 (v1alpha1/tas_types.go, later topology_types.go); at most 8
+//              levels up to 0.12, 16 in 0.13. The ResourceFlavor is then kueue.x-k8s.io/v1beta1
+//              (ResourceFlavor was never v1alpha1).
+//   kV1beta1   Kueue 0.14 on (v1beta1/topology_types.go); Topology and ResourceFlavor v1beta1.
+//   kV1beta2   Kueue 0.15 on (v1beta2/); Topology and ResourceFlavor v1beta2. The default.
+enum class KueueApi { kV1alpha1, kV1beta1, kV1beta2 };
+inline constexpr KueueApi kDefaultKueueApi = KueueApi::kV1beta2;
+
+// "v1alpha1", "v1beta1" or "v1beta2" (a "kueue.x-k8s.io/" prefix is accepted too);
+// INVALID_ARGUMENT naming the accepted values otherwise.
+Result<KueueApi> ParseKueueApi(std::string_view text);
+std::string_view KueueApiName(KueueApi api);  // "v1beta2"
+
+// The most Topology levels (kubernetes.io/hostname included) every Kueue release that serves
+// `api` accepts: spec.levels MaxItems, 8 for v1alpha1 (Kueue 0.9-0.12), else 16.
+size_t KueueMaxLevels(KueueApi api);
+
 // Two YAML documents: a Kueue `Topology` named `name` whose spec.levels are the level labels,
 // top first, then kubernetes.io/hostname (which Kueue allows only as the last level), and a
 // `ResourceFlavor` of the same name with spec.topologyName = name and spec.nodeLabels =
-// {kClusterLabel: <cluster>} (Kueue requires at least one node label on a TAS flavour).
-// `name` is made a valid object name (lowercase, [a-z0-9.-]); empty becomes "railyard".
-// api_version: kueue.x-k8s.io/v1beta1 (Kueue 0.14, where Topology left alpha) or
-// kueue.x-k8s.io/v1beta2 (Kueue 0.15 on); both take the fields written here unchanged.
-// Kueue accepts at most 16 levels; a deeper cluster gets a warning comment in the output.
-std::string KueueTopologyManifest(const Cluster& cluster, std::string name,
-                                  std::string_view api_version = "kueue.x-k8s.io/v1beta1");
+// {kClusterLabel: <cluster>} (Kueue requires at least one node label on a TAS flavour). Both
+// carry only fields every release serving `api` defines. `name` is made a valid object name
+// (lowercase, [a-z0-9.-]); empty becomes "railyard". Every scalar a YAML 1.1 reader could
+// retype is quoted (internal/yaml_quote.h).
+// Kueue rejects changes to a Topology's levels and to a TAS flavour's topologyName (CEL rules
+// on the types): applying a changed export over existing objects fails; delete and recreate.
+// INVALID_ARGUMENT when the levels plus hostname exceed KueueMaxLevels(api).
+Result<std::string> KueueTopologyManifest(const Cluster& cluster, std::string name,
+                                          KueueApi api = kDefaultKueueApi);
 
 }  // namespace railyard::topo

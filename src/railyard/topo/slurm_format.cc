@@ -10,6 +10,7 @@
 
 #include "railyard/base/config.h"
 #include "railyard/topo/hostlist.h"
+#include "railyard/topo/internal/yaml_quote.h"
 
 namespace railyard::topo {
 namespace {
@@ -412,6 +413,33 @@ std::vector<std::string> NodeNames(const Cluster& c, const std::vector<int>& nod
   return names;
 }
 
+// A hostlist every slurmctld from 22.05 on reads. Before 23.02.5 (hostlist.c,
+// _hostlist_create_bracketed at tag slurm-22-05-8-1) text may not follow the last ']' of an
+// item: "su[0-1]-spine" fails with "fatal: Invalid switches". So only names that end in their
+// number run are bracketed; the others are listed one by one ("su0-spine,su1-spine").
+std::string SlurmHostlist(const std::vector<std::string>& names) {
+  auto ends_in_digit = [](const std::string& n) {
+    return !n.empty() && n.back() >= '0' && n.back() <= '9';
+  };
+  std::string out;
+  std::vector<std::string> run;
+  auto flush = [&] {
+    if (run.empty()) return;
+    out += (out.empty() ? "" : ",") + CompressHostlist(run);
+    run.clear();
+  };
+  for (const std::string& n : names) {
+    if (ends_in_digit(n)) {
+      run.push_back(n);
+      continue;
+    }
+    flush();
+    out += (out.empty() ? "" : ",") + n;
+  }
+  flush();
+  return out;
+}
+
 std::vector<std::string> ChildNames(const Cluster& c, const Switch& s) {
   std::vector<std::string> names;
   for (int ch : s.children) names.push_back(c.switches[ch].name);
@@ -568,7 +596,7 @@ std::string WriteSlurmTopologyConf(const Cluster& c) {
       if (c.switches[s].level != level) continue;
       std::vector<int> nodes = c.NodesUnder(static_cast<int>(s));
       out += "BlockName=" + c.switches[s].name;
-      if (!nodes.empty()) out += " Nodes=" + CompressHostlist(NodeNames(c, nodes));
+      if (!nodes.empty()) out += " Nodes=" + SlurmHostlist(NodeNames(c, nodes));
       out += "\n";
     }
     if (!c.block_sizes.empty()) {
@@ -578,8 +606,8 @@ std::string WriteSlurmTopologyConf(const Cluster& c) {
   }
   for (const Switch& s : c.switches) {
     out += "SwitchName=" + s.name;
-    if (!s.children.empty()) out += " Switches=" + CompressHostlist(ChildNames(c, s));
-    if (!s.nodes.empty()) out += " Nodes=" + CompressHostlist(NodeNames(c, s.nodes));
+    if (!s.children.empty()) out += " Switches=" + SlurmHostlist(ChildNames(c, s));
+    if (!s.nodes.empty()) out += " Nodes=" + SlurmHostlist(NodeNames(c, s.nodes));
     out += "\n";
   }
   return out;
@@ -603,7 +631,8 @@ Result<Cluster> ParseSlurmTopologyYaml(std::string_view text, std::string_view s
 std::string WriteSlurmTopologyYaml(const Cluster& c) {
   YAML::Emitter out;
   out << YAML::BeginSeq << YAML::BeginMap;
-  out << YAML::Key << "topology" << YAML::Value << (c.name.empty() ? "default" : c.name);
+  out << YAML::Key << "topology" << YAML::Value;
+  internal::EmitYamlString(out, c.name.empty() ? "default" : c.name);
   out << YAML::Key << "cluster_default" << YAML::Value << true;
   if (WritesBlocks(c)) {
     out << YAML::Key << "block" << YAML::Value << YAML::BeginMap;
@@ -615,9 +644,11 @@ std::string WriteSlurmTopologyYaml(const Cluster& c) {
     for (size_t s = 0; s < c.switches.size(); ++s) {
       if (c.switches[s].level != level) continue;
       std::vector<int> nodes = c.NodesUnder(static_cast<int>(s));
-      out << YAML::BeginMap << YAML::Key << "block" << YAML::Value << c.switches[s].name;
+      out << YAML::BeginMap << YAML::Key << "block" << YAML::Value;
+      internal::EmitYamlString(out, c.switches[s].name);
       if (!nodes.empty()) {
-        out << YAML::Key << "nodes" << YAML::Value << CompressHostlist(NodeNames(c, nodes));
+        out << YAML::Key << "nodes" << YAML::Value;
+        internal::EmitYamlString(out, SlurmHostlist(NodeNames(c, nodes)));
       }
       out << YAML::EndMap;
     }
@@ -626,12 +657,15 @@ std::string WriteSlurmTopologyYaml(const Cluster& c) {
     out << YAML::Key << "tree" << YAML::Value << YAML::BeginMap;
     out << YAML::Key << "switches" << YAML::Value << YAML::BeginSeq;
     for (const Switch& s : c.switches) {
-      out << YAML::BeginMap << YAML::Key << "switch" << YAML::Value << s.name;
+      out << YAML::BeginMap << YAML::Key << "switch" << YAML::Value;
+      internal::EmitYamlString(out, s.name);
       if (!s.children.empty()) {
-        out << YAML::Key << "children" << YAML::Value << CompressHostlist(ChildNames(c, s));
+        out << YAML::Key << "children" << YAML::Value;
+        internal::EmitYamlString(out, SlurmHostlist(ChildNames(c, s)));
       }
       if (!s.nodes.empty()) {
-        out << YAML::Key << "nodes" << YAML::Value << CompressHostlist(NodeNames(c, s.nodes));
+        out << YAML::Key << "nodes" << YAML::Value;
+        internal::EmitYamlString(out, SlurmHostlist(NodeNames(c, s.nodes)));
       }
       out << YAML::EndMap;
     }

@@ -11,6 +11,7 @@
 #include "railyard/base/config.h"
 #include "railyard/base/units.h"
 #include "railyard/topo/hostlist.h"
+#include "railyard/topo/internal/yaml_quote.h"
 #include "railyard/topo/slurm_format.h"
 
 namespace railyard::topo {
@@ -172,8 +173,9 @@ Status Reader::ReadVersion(const YAML::Node& root, const FieldContext& ctx) {
   }
   if (v < kMinTopologyYamlVersion) {
     return ctx.Child("version").Error(
-        base::YamlGet(root, "version"), fmt::format("version {} is not a topology version (expected {}-{})",
-                                          v, kMinTopologyYamlVersion, kTopologyYamlVersion));
+        base::YamlGet(root, "version"),
+        fmt::format("version {} is not a topology version (expected {}-{})", v,
+                    kMinTopologyYamlVersion, kTopologyYamlVersion));
   }
   version_ = static_cast<int>(v);
   return Status::Ok();
@@ -241,14 +243,16 @@ Result<std::vector<NumaNode>> Reader::ReadNuma(const YAML::Node& seq, const Fiel
     RY_RETURN_IF_ERROR(base::RejectUnknownKeys(n, {"id", "cpus"}, c));
     NumaNode nn;
     RY_ASSIGN_OR_RETURN(int64_t id, base::RequireInt(n, "id", c));
-    if (id < 0 || id > (1 << 20)) return c.Child("id").Error(base::YamlGet(n, "id"), "out of range");
+    if (id < 0 || id > (1 << 20))
+      return c.Child("id").Error(base::YamlGet(n, "id"), "out of range");
     nn.id = static_cast<int>(id);
     RY_ASSIGN_OR_RETURN(std::string cpus, base::OptionalString(n, "cpus", "", c));
     if (!cpus.empty()) {
       RY_ASSIGN_OR_RETURN(nn.cpus, ParseCpuList(base::YamlGet(n, "cpus"), cpus, c.Child("cpus")));
     }
     if (!seen.insert(nn.id).second) {
-      return c.Child("id").Error(base::YamlGet(n, "id"), fmt::format("NUMA node {} is listed twice", id));
+      return c.Child("id").Error(base::YamlGet(n, "id"),
+                                 fmt::format("NUMA node {} is listed twice", id));
     }
     numa.push_back(std::move(nn));
   }
@@ -264,7 +268,8 @@ Result<std::vector<GpuNicPath>> Reader::ReadPaths(const YAML::Node& seq, const F
     RY_RETURN_IF_ERROR(base::RejectUnknownKeys(p, {"gpu", "nic", "path"}, c));
     GpuNicPath path;
     RY_ASSIGN_OR_RETURN(int64_t gpu, base::RequireInt(p, "gpu", c));
-    if (gpu < 0 || gpu > (1 << 20)) return c.Child("gpu").Error(base::YamlGet(p, "gpu"), "out of range");
+    if (gpu < 0 || gpu > (1 << 20))
+      return c.Child("gpu").Error(base::YamlGet(p, "gpu"), "out of range");
     path.gpu = static_cast<int>(gpu);
     RY_ASSIGN_OR_RETURN(path.nic, base::RequireString(p, "nic", c));
     RY_ASSIGN_OR_RETURN(std::string cls, base::RequireString(p, "path", c));
@@ -396,7 +401,8 @@ Status Reader::ReadSwitch(const YAML::Node& sw, const FieldContext& ctx) {
   }
   RY_ASSIGN_OR_RETURN(std::string hostlist, base::RequireString(sw, "nodes", ctx));
   Result<std::vector<std::string>> names = ExpandHostlist(hostlist);
-  if (!names.ok()) return ctx.Child("nodes").Error(base::YamlGet(sw, "nodes"), names.status().message());
+  if (!names.ok())
+    return ctx.Child("nodes").Error(base::YamlGet(sw, "nodes"), names.status().message());
   RY_RETURN_IF_ERROR(CountNodes(names->size(), base::YamlGet(sw, "nodes"), ctx.Child("nodes")));
 
   Node tmpl;
@@ -540,6 +546,12 @@ bool IsRich(const Node& hw) {
   return !hw.gpus.empty() || !hw.nics.empty() || !hw.numa.empty() || !hw.gpu_nic_paths.empty();
 }
 
+// A string value under `key`, quoted when a YAML 1.1 reader would retype it.
+void Str(YAML::Emitter& out, std::string_view key, std::string_view value) {
+  out << YAML::Key << std::string(key) << YAML::Value;
+  internal::EmitYamlString(out, value);
+}
+
 void EmitHardware(YAML::Emitter& out, const Node& hw) {
   if (hw.gpus.empty()) {
     if (hw.gpu_count > 0) out << YAML::Key << "gpus" << YAML::Value << hw.gpu_count;
@@ -547,11 +559,11 @@ void EmitHardware(YAML::Emitter& out, const Node& hw) {
     out << YAML::Key << "gpus" << YAML::Value << YAML::BeginSeq;
     for (const Gpu& g : hw.gpus) {
       out << YAML::Flow << YAML::BeginMap << YAML::Key << "index" << YAML::Value << g.index;
-      if (!g.uuid.empty()) out << YAML::Key << "uuid" << YAML::Value << g.uuid;
-      if (!g.pci_bus_id.empty()) out << YAML::Key << "pci_bus_id" << YAML::Value << g.pci_bus_id;
+      if (!g.uuid.empty()) Str(out, "uuid", g.uuid);
+      if (!g.pci_bus_id.empty()) Str(out, "pci_bus_id", g.pci_bus_id);
       if (g.numa_node != -1) out << YAML::Key << "numa_node" << YAML::Value << g.numa_node;
       if (!g.nvlink_domain.empty()) {
-        out << YAML::Key << "nvlink_domain" << YAML::Value << g.nvlink_domain;
+        Str(out, "nvlink_domain", g.nvlink_domain);
       }
       out << YAML::EndMap;
     }
@@ -560,11 +572,12 @@ void EmitHardware(YAML::Emitter& out, const Node& hw) {
   if (!hw.nics.empty()) {
     out << YAML::Key << "nics" << YAML::Value << YAML::BeginSeq;
     for (const Nic& n : hw.nics) {
-      out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << n.name;
-      if (!n.pci_bus_id.empty()) out << YAML::Key << "pci_bus_id" << YAML::Value << n.pci_bus_id;
+      out << YAML::Flow << YAML::BeginMap;
+      Str(out, "name", n.name);
+      if (!n.pci_bus_id.empty()) Str(out, "pci_bus_id", n.pci_bus_id);
       if (n.numa_node != -1) out << YAML::Key << "numa_node" << YAML::Value << n.numa_node;
       if (n.rail != -1) out << YAML::Key << "rail" << YAML::Value << n.rail;
-      if (n.rate_bits != 0) out << YAML::Key << "rate" << YAML::Value << RateText(n.rate_bits);
+      if (n.rate_bits != 0) Str(out, "rate", RateText(n.rate_bits));
       if (n.rdma) out << YAML::Key << "rdma" << YAML::Value << true;
       out << YAML::EndMap;
     }
@@ -574,7 +587,7 @@ void EmitHardware(YAML::Emitter& out, const Node& hw) {
     out << YAML::Key << "numa" << YAML::Value << YAML::BeginSeq;
     for (const NumaNode& n : hw.numa) {
       out << YAML::Flow << YAML::BeginMap << YAML::Key << "id" << YAML::Value << n.id;
-      if (!n.cpus.empty()) out << YAML::Key << "cpus" << YAML::Value << FormatCpuList(n.cpus);
+      if (!n.cpus.empty()) Str(out, "cpus", FormatCpuList(n.cpus));
       out << YAML::EndMap;
     }
     out << YAML::EndSeq;
@@ -582,9 +595,10 @@ void EmitHardware(YAML::Emitter& out, const Node& hw) {
   if (!hw.gpu_nic_paths.empty()) {
     out << YAML::Key << "gpu_nic_paths" << YAML::Value << YAML::BeginSeq;
     for (const GpuNicPath& p : hw.gpu_nic_paths) {
-      out << YAML::Flow << YAML::BeginMap << YAML::Key << "gpu" << YAML::Value << p.gpu << YAML::Key
-          << "nic" << YAML::Value << p.nic << YAML::Key << "path" << YAML::Value
-          << std::string(PathClassName(p.path)) << YAML::EndMap;
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "gpu" << YAML::Value << p.gpu;
+      Str(out, "nic", p.nic);
+      Str(out, "path", PathClassName(p.path));
+      out << YAML::EndMap;
     }
     out << YAML::EndSeq;
   }
@@ -691,8 +705,10 @@ std::string WriteTopologyYaml(const Cluster& c) {
   out << YAML::Comment("Railyard topology, version 2 (schema: docs/formats.md)");
   out << YAML::BeginMap;
   out << YAML::Key << "version" << YAML::Value << kTopologyYamlVersion;
-  if (!c.name.empty()) out << YAML::Key << "name" << YAML::Value << c.name;
-  out << YAML::Key << "levels" << YAML::Value << YAML::Flow << c.levels;
+  if (!c.name.empty()) Str(out, "name", c.name);
+  out << YAML::Key << "levels" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const std::string& level : c.levels) internal::EmitYamlString(out, level);
+  out << YAML::EndSeq;
   if (!c.block_sizes.empty()) {
     out << YAML::Key << "block_sizes" << YAML::Value << YAML::Flow << c.block_sizes;
   }
@@ -710,17 +726,17 @@ std::string WriteTopologyYaml(const Cluster& c) {
   for (size_t s = 0; s < c.switches.size(); ++s) {
     const Switch& sw = c.switches[s];
     out << YAML::Flow << YAML::BeginMap;
-    out << YAML::Key << "name" << YAML::Value << sw.name;
-    out << YAML::Key << "level" << YAML::Value << c.levels[sw.level];
-    if (sw.parent >= 0) out << YAML::Key << "parent" << YAML::Value << c.switches[sw.parent].name;
+    Str(out, "name", sw.name);
+    Str(out, "level", c.levels[sw.level]);
+    if (sw.parent >= 0) Str(out, "parent", c.switches[sw.parent].name);
     if (sw.uplink_rate_bits != 0) {
-      out << YAML::Key << "uplink_rate" << YAML::Value << RateText(sw.uplink_rate_bits);
+      Str(out, "uplink_rate", RateText(sw.uplink_rate_bits));
     }
     if (layout.compact[s]) {
       std::vector<std::string> names;
       for (int n : sw.nodes) names.push_back(c.nodes[n].name);
       const Node& first = c.nodes[sw.nodes[0]];
-      out << YAML::Key << "nodes" << YAML::Value << CompressHostlist(names);
+      Str(out, "nodes", CompressHostlist(names));
       int profile = layout.node_profile[sw.nodes[0]];
       if (profile >= 0) {
         out << YAML::Key << "profile" << YAML::Value << ProfileName(profile);
@@ -728,7 +744,7 @@ std::string WriteTopologyYaml(const Cluster& c) {
         out << YAML::Key << "gpus_per_node" << YAML::Value << first.gpu_count;
       }
       if (first.link_rate_bits != 0) {
-        out << YAML::Key << "node_link_rate" << YAML::Value << RateText(first.link_rate_bits);
+        Str(out, "node_link_rate", RateText(first.link_rate_bits));
       }
     }
     out << YAML::EndMap;
@@ -751,11 +767,11 @@ std::string WriteTopologyYaml(const Cluster& c) {
       bool inline_hw = profile < 0 && IsRich(HardwareOf(n));
       if (!inline_hw) out << YAML::Flow;
       out << YAML::BeginMap;
-      out << YAML::Key << "name" << YAML::Value << n.name;
-      out << YAML::Key << "switch" << YAML::Value << c.switches[n.leaf].name;
-      if (!n.address.empty()) out << YAML::Key << "address" << YAML::Value << n.address;
+      Str(out, "name", n.name);
+      Str(out, "switch", c.switches[n.leaf].name);
+      if (!n.address.empty()) Str(out, "address", n.address);
       if (n.link_rate_bits != 0) {
-        out << YAML::Key << "link_rate" << YAML::Value << RateText(n.link_rate_bits);
+        Str(out, "link_rate", RateText(n.link_rate_bits));
       }
       if (profile >= 0) {
         out << YAML::Key << "profile" << YAML::Value << ProfileName(profile);
