@@ -1,0 +1,49 @@
+// The validator must refuse what the API server and kube-scheduler refuse: runs
+// validate_manifests.mjs on testdata/bad/ and expects exit 1 and one error per planted mistake,
+// each naming the file, the object and the field.
+import { spawnSync } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const r = spawnSync(process.execPath,
+                    [path.join(here, "validate_manifests.mjs"), path.join(here, "testdata", "bad")],
+                    { encoding: "utf8", cwd: here });
+const expected = [
+  "workload.yaml: document 1 (DaemonSet railyard-system/broken): .spec: must have required property selector",
+  "workload.yaml: document 1 (DaemonSet railyard-system/broken): .spec.template.spec.containers.0.ports.0.containerPort: must be integer",
+  "workload.yaml: document 2 (ConfigMap broken-script): .data.watch.sh: bash -n:",
+  "workload.yaml: document 3 (Topology no-check-yet): no schema for kueue.x-k8s.io/v1beta1 Topology",
+  "scheduler-config.yaml: document 1 (KubeSchedulerConfiguration): .extenders[0].httpTimeout: '5 seconds' is not a duration",
+  "scheduler-config.yaml: document 1 (KubeSchedulerConfiguration): .extenders[0].managedResource: unknown field",
+];
+if (r.status === 77) {
+  console.log(r.stdout.trim());
+  process.exit(77);
+}
+const missing = expected.filter((e) => !r.stderr.includes(e));
+if (r.status !== 1 || missing.length) {
+  console.error(`validate_manifests exited ${r.status}; output:\n${r.stdout}${r.stderr}`);
+  for (const m of missing) console.error(`MISSING: ${m}`);
+  process.exit(1);
+}
+// Rules checked once the types are right.
+const rules = spawnSync(process.execPath, ["--input-type=module", "-e", `
+  import { checkKubeSchedulerConfiguration as check } from ${JSON.stringify(path.join(here, "kube_scheduler_config.mjs"))};
+  const errs = check({ apiVersion: "kubescheduler.config.k8s.io/v1", kind: "KubeSchedulerConfiguration",
+    extenders: [{ urlPrefix: "http://a", prioritizeVerb: "p", weight: 0, bindVerb: "b",
+                  managedResources: [{ name: "gpu" }, { name: "example.com/x" }, { name: "example.com/x" }] },
+                { urlPrefix: "http://b", bindVerb: "b" }] });
+  console.log(JSON.stringify(errs));`], { encoding: "utf8" });
+const errs = JSON.parse(rules.stdout || "[]");
+const want = [".extenders[0].weight: must have a positive weight",
+              ".extenders[0].managedResources[0].name: 'gpu' is an invalid extended resource name",
+              ".extenders[0].managedResources[2].name: duplicate",
+              ".extenders: only one extender can implement bind"];
+const absent = want.filter((w) => !errs.some((e) => e.startsWith(w)));
+if (absent.length) {
+  console.error(`rules: got ${JSON.stringify(errs)} ${rules.stderr}`);
+  for (const a of absent) console.error(`MISSING: ${a}`);
+  process.exit(1);
+}
+console.log(`validate_manifests_selftest: ${expected.length} planted manifest errors and ${want.length} rule errors reported`);
