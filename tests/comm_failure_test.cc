@@ -2,12 +2,11 @@
 // SIGSTOPped in the middle of an allreduce loop is named by every survivor, and nobody
 // hangs; a store that cannot be reached is named. Ranks are `railyard bench comm --worker`
 // processes that meet through a TcpStore served by this test.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
 
 #include <filesystem>
-
-#include <gtest/gtest.h>
 
 #include "railyard/base/hmac.h"
 #include "railyard/base/subprocess.h"
@@ -51,9 +50,9 @@ Job StartJob(const std::string& transport, const std::string& algorithm = "ring"
     base::SpawnOptions o;
     // One size, many iterations: the ranks are inside the timed allreduce loop for as long
     // as the test needs.
-    o.argv = {RAILYARD_BINARY, "bench", "comm", "--worker", "--sizes", "256KiB", "--iters",
-              "100000", "--warmup", "3", "--timeout", kTimeout, "--setup-timeout",
-              setup_timeout};
+    o.argv = {RAILYARD_BINARY,   "bench",      "comm",     "--worker", "--sizes",   "256KiB",
+              "--iters",         "100000",     "--warmup", "3",        "--timeout", kTimeout,
+              "--setup-timeout", setup_timeout};
     o.env = {{"RAILYARD_RANK", std::to_string(r)},
              {"RAILYARD_WORLD_SIZE", std::to_string(kRanks)},
              {"RAILYARD_STORE", job.store->address()},
@@ -70,12 +69,20 @@ Job StartJob(const std::string& transport, const std::string& algorithm = "ring"
   return job;
 }
 
-// Rank 0 prints "# timing ..." once every rank is past warm-up and inside the loop.
+// Rank 0 prints "# timing ..." once every rank is past warm-up and inside the loop. When
+// it never does, every rank's end and stderr go into the failure: the reason is there.
 void WaitUntilTiming(Job& job) {
   auto deadline = base::Deadline::After(seconds(60));
   for (;;) {
     auto line = job.ranks[0].ReadLine(deadline);
-    ASSERT_TRUE(line.ok()) << "rank 0 never started timing: " << line.status().ToString();
+    if (!line.ok()) {
+      std::string ends;
+      for (size_t r = 0; r < job.ranks.size(); ++r) {
+        base::ExitInfo e = job.ranks[r].KillAndReap();
+        ends += fmt::format("\nrank {}: {}\n{}", r, e.Describe(), e.stderr_text);
+      }
+      FAIL() << "rank 0 never started timing: " << line.status().ToString() << ends;
+    }
     if (line->rfind("# timing", 0) == 0) return;
   }
 }
@@ -177,12 +184,15 @@ INSTANTIATE_TEST_SUITE_P(KillAndStop, CommFailureHierarchy, ::testing::Values(SI
 
 TEST(CommRendezvous, UnreachableStoreIsNamedAtTheDeadline) {
   base::SpawnOptions o;
-  o.argv = {RAILYARD_BINARY, "bench", "comm", "--worker", "--sizes", "4KiB", "--timeout", "1s",
-            "--setup-timeout", "1s"};
+  o.argv = {RAILYARD_BINARY, "bench",     "comm", "--worker",        "--sizes",
+            "4KiB",          "--timeout", "1s",   "--setup-timeout", "1s"};
   // A port nothing listens on: connection refused until the deadline.
-  o.env = {{"RAILYARD_RANK", "1"}, {"RAILYARD_WORLD_SIZE", "2"},
-           {"RAILYARD_STORE", "127.0.0.1:9"}, {"RAILYARD_JOB_SECRET", "x"},
-           {"RAILYARD_TRANSPORT", "tcp"}, {"RAILYARD_SOCKET_IFNAME", "=lo"}};
+  o.env = {{"RAILYARD_RANK", "1"},
+           {"RAILYARD_WORLD_SIZE", "2"},
+           {"RAILYARD_STORE", "127.0.0.1:9"},
+           {"RAILYARD_JOB_SECRET", "x"},
+           {"RAILYARD_TRANSPORT", "tcp"},
+           {"RAILYARD_SOCKET_IFNAME", "=lo"}};
   auto e = base::RunCommand(o, base::Deadline::After(seconds(30)));
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   EXPECT_NE(e->exit_code, 0);
@@ -201,13 +211,13 @@ TEST(CommRendezvous, FileStoreAndMasterAddrBothWork) {
   const std::string host = address.substr(0, address.rfind(':'));
   const std::string port = address.substr(address.rfind(':') + 1);
   using Env = std::vector<std::pair<std::string, std::string>>;
-  for (const Env& meet : {Env{{"RAILYARD_STORE_DIR", dir}},
-                          Env{{"MASTER_ADDR", host}, {"MASTER_PORT", port}}}) {
+  for (const Env& meet :
+       {Env{{"RAILYARD_STORE_DIR", dir}}, Env{{"MASTER_ADDR", host}, {"MASTER_PORT", port}}}) {
     std::vector<base::Child> ranks;
     for (int r = 0; r < 3; ++r) {
       base::SpawnOptions o;
-      o.argv = {RAILYARD_BINARY, "bench", "comm", "--worker", "--sizes", "4KiB:64KiB",
-                "--iters", "2", "--json", "--timeout", "10s"};
+      o.argv = {RAILYARD_BINARY, "bench", "comm",   "--worker",  "--sizes", "4KiB:64KiB",
+                "--iters",       "2",     "--json", "--timeout", "10s"};
       o.env = meet;
       o.env.insert(o.env.end(), {{"RAILYARD_RANK", std::to_string(r)},
                                  {"RAILYARD_WORLD_SIZE", "3"},
@@ -236,9 +246,12 @@ TEST(CommRendezvous, WrongSecretIsRefused) {
   ASSERT_TRUE(server.ok());
   base::SpawnOptions o;
   o.argv = {RAILYARD_BINARY, "bench", "comm", "--worker", "--sizes", "4KiB", "--timeout", "2s"};
-  o.env = {{"RAILYARD_RANK", "0"}, {"RAILYARD_WORLD_SIZE", "1"},
-           {"RAILYARD_STORE", (*server)->address()}, {"RAILYARD_JOB_SECRET", "wrong"},
-           {"RAILYARD_TRANSPORT", "tcp"}, {"RAILYARD_SOCKET_IFNAME", "=lo"}};
+  o.env = {{"RAILYARD_RANK", "0"},
+           {"RAILYARD_WORLD_SIZE", "1"},
+           {"RAILYARD_STORE", (*server)->address()},
+           {"RAILYARD_JOB_SECRET", "wrong"},
+           {"RAILYARD_TRANSPORT", "tcp"},
+           {"RAILYARD_SOCKET_IFNAME", "=lo"}};
   auto e = base::RunCommand(o, base::Deadline::After(seconds(30)));
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   EXPECT_NE(e->exit_code, 0);
