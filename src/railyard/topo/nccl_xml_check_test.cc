@@ -3,6 +3,7 @@
 // the clouds publish.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 #include "railyard/base/files.h"
@@ -114,6 +115,20 @@ TEST(NcclXmlCheckTest, PciValuesNcclWouldNotRead) {
                        "a second <pci> with this busid"));
   EXPECT_TRUE(HasError(check(Bridge("ffff:ff:01.0", "")), "nothing under it"));
   EXPECT_TRUE(HasError(check("<gpu dev=\"0\"/>\n"), "<gpu> under <cpu> is skipped by NCCL"));
+  // 8 switches of 8 NICs: 74 elements, and 2 more per NIC that NCCL adds: within 256.
+  std::string switches;
+  for (int b = 0; b < 8; ++b) {
+    std::string leaves;
+    for (int d = 0; d < 8; ++d) {
+      char bus[16];
+      std::snprintf(bus, sizeof bus, "0000:%02x:%02x.0", 0x20 + b, d);
+      leaves += Leaf(bus, "0x020700");
+    }
+    switches += Bridge("ffff:ff:0" + std::to_string(b + 1) + ".0", leaves);
+  }
+  EXPECT_TRUE(check(switches).errors.empty()) << check(switches).Errors();
+  // Twice that (duplicate bus ids aside): 146 elements, 20 + 256 that NCCL adds.
+  EXPECT_TRUE(HasError(check(switches + switches), "NCCL_TOPO_XML_MAX_NODES"));
   EXPECT_TRUE(
       HasError(check("<pci busid=\"0000:17:00.0\" class=\"0x030200\" link_width=\"16\"/>\n"),
                "Attribute link_speed of node pci not found"));
@@ -123,7 +138,6 @@ TEST(NcclXmlCheckTest, TokenizerRules) {
   const std::string good = Wrap(Leaf("0000:17:00.0", "0x030200"));
   EXPECT_TRUE(CheckNcclTopology(good).errors.empty());
   EXPECT_TRUE(CheckNcclTopology("<!-- a comment -->\n" + good).errors.empty());
-  EXPECT_TRUE(CheckNcclTopology("<system version='1'>\n</system>\n").errors.empty());
 
   auto first_error = [](const std::string& text) {
     NcclTopoReport r = CheckNcclTopology(text);
@@ -137,6 +151,8 @@ TEST(NcclXmlCheckTest, TokenizerRules) {
   EXPECT_NE(first_error("<system version=\"1\" >\n</system>\n").find("empty attribute"),
             std::string::npos);
   EXPECT_NE(first_error("<system version=1>\n</system>\n").find("quote"), std::string::npos);
+  EXPECT_NE(first_error("<system version='1'>\n</system>\n").find("single-quoted"),
+            std::string::npos);
   EXPECT_NE(first_error("<system version=\"1\">\n</cpu>\n").find("mismatch"), std::string::npos);
   EXPECT_NE(first_error("<system version=\"1\">\n").find("unterminated <system>"),
             std::string::npos);
@@ -147,6 +163,11 @@ TEST(NcclXmlCheckTest, TokenizerRules) {
             std::string::npos);
   EXPECT_EQ(first_error("<system name=\"" + std::string(253, 'a') + "\" version=\"1\"/>\n"),
             "(none)");
+  std::string wide;
+  for (int i = 0; i < 33; ++i)
+    wide += "<cpu numaid=\"" + std::to_string(i) + "\" arch=\"arm64\"/>\n";
+  EXPECT_NE(first_error("<system version=\"1\">\n" + wide + "</system>\n").find("MAX_SUBS"),
+            std::string::npos);
   std::string many = "<system version=\"1\"";
   for (int i = 0; i < 16; ++i) many += " a" + std::to_string(i) + "=\"x\"";
   EXPECT_NE(first_error(many + "/>\n").find("past the 16th"), std::string::npos);

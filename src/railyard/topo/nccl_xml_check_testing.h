@@ -24,8 +24,13 @@
 //   src/graph/paths.cc ncclTopoSetPaths: a path's type is the worst of its hops; a PCI hop is
 //                      PIX, PXB when both ends are PCI switches, PHB when one end is a CPU;
 //                      CPUs are joined by SYS links.
-// v2.18.1-1 has the same required attributes, dictionaries, tokenizer and hop rules (compared
-// function by function; the numbering of path types changed, their order did not).
+// v2.18.1-1 has the same required attributes, dictionaries and hop rules (compared function
+// by function; the numbering of path types changed, their order did not). Where the reader
+// differs, the check takes the strictest: values in double quotes (a value opened with a
+// single quote runs to the next '"' before v2.27), at most 253 characters (longer ones overrun
+// NCCL's buffer before v2.27), at most 32 elements under one element (MAX_SUBS in v2.18-v2.20;
+// 128 from v2.21), and room in NCCL_TOPO_XML_MAX_NODES (256 elements from v2.21, the file's
+// and those NCCL adds for one GPU and every NIC).
 //
 // The check is stricter than NCCL where NCCL would load a file but not as its author meant:
 // an element NCCL skips, a value that falls back to a default, an empty attribute (a space
@@ -85,7 +90,12 @@ namespace nccl_check_internal {
 // MAX_STR_LEN is 255; xmlGetValue fails once a value and its closing quote reach 254 bytes.
 constexpr size_t kMaxValue = 253;
 constexpr size_t kMaxName = 253;
-constexpr size_t kMaxAttrs = 16;  // MAX_ATTR_COUNT
+constexpr size_t kMaxAttrs = 16;   // MAX_ATTR_COUNT
+constexpr size_t kMaxSubs = 32;    // MAX_SUBS in v2.18-v2.20
+constexpr size_t kMaxNodes = 256;  // NCCL_TOPO_XML_MAX_NODES from v2.21
+// What NCCL adds to the file's elements in a rank: <gpu> with up to 18 <nvlink> and a <c2c>
+// for its GPU, and <nic><net/></nic> for every NIC of its plugin.
+constexpr size_t kGpuFill = 20, kNicFill = 2;
 
 class Parser {
  public:
@@ -142,11 +152,13 @@ class Parser {
     return true;
   }
 
-  // xmlGetValue: '"' or '\'' quoted (INT_OK is off), no escapes, at most kMaxValue bytes.
+  // xmlGetValue: double-quoted (INT_OK is off), no escapes, at most kMaxValue bytes.
   bool Value(std::string* value, char* last, std::string* error) {
     char q;
     if (!Get(&q)) return Fail(error, "unexpected end of file");
-    if (q != '"' && q != '\'') return Fail(error, "expected (double) quote");
+    if (q == '\'')
+      return Fail(error, "single-quoted value: NCCL before 2.27 reads it to the next '\"'");
+    if (q != '"') return Fail(error, "expected (double) quote");
     value->clear();
     char c;
     while (true) {
@@ -232,6 +244,10 @@ class Parser {
       }
       if (n.kind == Kind::kOpen && !ReadChildren(&n.el, error)) return false;
       head->children.push_back(std::move(n.el));
+      if (head->children.size() > kMaxSubs) {
+        return Fail(error, "more than 32 elements under <" + head->name +
+                               ">: NCCL before 2.21 stops there (MAX_SUBS)");
+      }
     }
   }
 
@@ -305,6 +321,7 @@ class Checker {
         continue;
       }
       ++systems;
+      Count(e);
       const std::string* v = e.Attr("version");
       if (v == nullptr) {
         Error("Attribute version of node system not found");
@@ -321,10 +338,19 @@ class Checker {
     }
     if (systems != 1) Error("expected one <system>, found " + std::to_string(systems));
     Paths();
+    size_t fill = kGpuFill + kNicFill * bare_nics_;
+    if (elements_ + fill > kMaxNodes) {
+      Error("the file's " + std::to_string(elements_) + " elements and the " +
+            std::to_string(fill) + " NCCL adds exceed its 256 (NCCL_TOPO_XML_MAX_NODES)");
+    }
   }
 
  private:
   void Error(std::string e) { r_->errors.push_back(std::move(e)); }
+  void Count(const NcclXmlElement& e) {
+    ++elements_;
+    for (const NcclXmlElement& c : e.children) Count(c);
+  }
   void Skipped(const NcclXmlElement& child, const NcclXmlElement& parent) {
     Error("<" + child.name + "> under <" + parent.name + "> is skipped by NCCL");
   }
@@ -446,6 +472,7 @@ class Checker {
     if (nic != nullptr || nic_class) {
       if (!pcis.empty()) Error(where + ": a NIC's <pci> holds <pci>, which NCCL does not read");
       if (nic != nullptr) Nic(*nic, where);
+      if (nic == nullptr) ++bare_nics_;
       // Without <nic>, ncclTopoFillNet adds one for the plugin's device at this bus id.
       int n = Add(NodeType::kNic, bus);
       nics_.push_back({n, bus});
@@ -518,6 +545,7 @@ class Checker {
   std::vector<int> cpus_;
   std::vector<std::pair<int, std::string>> nics_;
   std::set<std::string> numa_ids_, bus_ids_;
+  size_t elements_ = 0, bare_nics_ = 0;
 };
 
 }  // namespace nccl_check_internal
