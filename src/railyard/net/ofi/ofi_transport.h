@@ -56,6 +56,13 @@
 // be cancelled and may still read their buffers until they complete or the transport is
 // destroyed.
 //
+// A peer that dies: rxm (1.17, over tcp) fails nothing posted when a peer's process exits;
+// it retries the connection and only logs the refusal. So every 100 ms a wait checks the
+// peers it waits on that run on this kernel (same boot id, published with the address;
+// the virtual cluster's hosts included) through a pidfd, and fails the wait naming the
+// peer once its process has exited. Limit: a peer on another kernel that dies is found
+// only at the wait's deadline (the communicator's probe then reports it unresponsive).
+//
 // Thread-safety: as for Transport: one thread at a time, Abort() from any thread.
 #pragma once
 
