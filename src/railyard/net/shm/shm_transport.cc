@@ -123,8 +123,8 @@ class ShmTransport final : public Transport {
     infos_[static_cast<size_t>(rank_)].pid = static_cast<int>(::getpid());
     if (shm_.ring_bytes == 0) {
       // Small rings stay in cache: the receiver reads what the sender has just written.
-      // Interleaved A/B on 2 cores (3 rounds), 64 MiB allreduce busbw: 2 ranks 2.4-4.1 GB/s
-      // with 1 MiB rings against 2.3-2.8 with 4 MiB; 4 ranks about equal at 64 MiB, 1.2-1.7
+      // 64 MiB allreduce on 2 cores, 2 ranks: 2.4-4.1 GB/s busbw with 1 MiB rings against
+      // 2.3-2.8 with 4 MiB; 4 ranks about equal at 64 MiB, 1.2-1.7
       // against 1.0-1.4 at 8-32 MiB. 256 KiB rings were slower again.
       size_t per = (size_t{8} << 20) / static_cast<size_t>(std::max(1, size_ - 1));
       shm_.ring_bytes = std::clamp(per, size_t{256} << 10, size_t{1} << 20);
