@@ -1,7 +1,6 @@
 // `railyard topo`, `place` and `discover` through the real binary: conversions between the
 // formats, placement output, and one clear line with a non-zero exit for each bad input.
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.h"
@@ -24,8 +23,8 @@ TEST(TopoCliTest, ShowAndExportsOfASlurmTree) {
   EXPECT_NE(show.out.find("spine1"), std::string::npos) << show.out;
   EXPECT_NE(show.out.find("16"), std::string::npos) << show.out;
 
-  CliResult yaml = RunRailyard({"topo", "export", "--topology", kData + "/tree.conf", "--format",
-                                "railyard-yaml"});
+  CliResult yaml = RunRailyard(
+      {"topo", "export", "--topology", kData + "/tree.conf", "--format", "railyard-yaml"});
   ASSERT_EQ(yaml.exit_code, 0) << yaml.err;
   // Railyard YAML -> Slurm conf again: the same tree.
   std::string dir = MakeTempDir("topo");
@@ -39,8 +38,8 @@ TEST(TopoCliTest, ShowAndExportsOfASlurmTree) {
   EXPECT_NE(conf.out.find("gpu[13-16]"), std::string::npos) << conf.out;
   EXPECT_NE(conf.out.find("SwitchName=spine1"), std::string::npos) << conf.out;
 
-  CliResult labels = RunRailyard({"topo", "export", "--topology", path, "--format",
-                                  "k8s-labels-json"});
+  CliResult labels =
+      RunRailyard({"topo", "export", "--topology", path, "--format", "k8s-labels-json"});
   ASSERT_EQ(labels.exit_code, 0) << labels.err;
   auto j = nlohmann::json::parse(labels.out);
   EXPECT_EQ(j["gpu07"]["railyard.io/leaf"], "leaf1");
@@ -48,9 +47,74 @@ TEST(TopoCliTest, ShowAndExportsOfASlurmTree) {
   std::filesystem::remove_all(dir);
 }
 
+const std::string kTopoData = kData + "/../../src/railyard/topo/testdata";
+
+TEST(TopoCliTest, AwsExportsNameHostsFromTheHostMapAndRefuseInstanceIds) {
+  const std::string aws = kTopoData + "/aws_page.json";
+  const std::string hosts = kTopoData + "/aws_hosts.txt";
+  // Without a map, every format that names nodes is refused; kueue names none.
+  for (const char* format : {"slurm-conf", "slurm-yaml", "k8s-labels", "hostfile"}) {
+    ExpectOneLineError(RunRailyard({"topo", "export", "--topology", aws, "--format", format}),
+                       "pass --aws-hosts FILE");
+  }
+  CliResult kueue = RunRailyard({"topo", "export", "--topology", aws, "--format", "kueue"});
+  EXPECT_EQ(kueue.exit_code, 0) << kueue.err;
+
+  CliResult conf = RunRailyard(
+      {"topo", "export", "--topology", aws, "--aws-hosts", hosts, "--format", "slurm-conf"});
+  ASSERT_EQ(conf.exit_code, 0) << conf.err;
+  EXPECT_NE(conf.out.find("Nodes=ip-10-0-1-11.us-east-2.compute.internal,"), std::string::npos)
+      << conf.out;
+  EXPECT_EQ(conf.out.find("i-0a1b"), std::string::npos) << conf.out;
+
+  // A map that lacks an instance: refused, naming the instance.
+  std::string dir = MakeTempDir("awshosts");
+  std::string partial = dir + "/hosts.txt";
+  std::ofstream(partial) << "i-0a1b2c3d4e5f60001 gpu1\ni-0a1b2c3d4e5f60002 gpu2\n";
+  ExpectOneLineError(RunRailyard({"topo", "export", "--topology", aws, "--aws-hosts", partial,
+                                  "--format", "k8s-labels"}),
+                     "instance 'i-0a1b2c3d4e5f60003' (p5.48xlarge) has no host name in " + partial);
+  ExpectOneLineError(RunRailyard({"topo", "export", "--topology", kData + "/tree.conf",
+                                  "--aws-hosts", partial, "--format", "slurm-conf"}),
+                     "--aws-hosts applies to AWS instance topology JSON");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TopoCliTest, AwsShowReportsSkippedInstancesOfAMixedFleet) {
+  CliResult show =
+      RunRailyard({"topo", "show", "--topology", kTopoData + "/aws_mixed_layers.json"});
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.err.find("skipped instance i-0b00000000000000e (p5.48xlarge, line 16)"),
+            std::string::npos)
+      << show.err;
+  EXPECT_NE(show.err.find("skipped instance i-0b00000000000000f (t3.micro"), std::string::npos)
+      << show.err;
+  EXPECT_NE(show.out.find("nn-0c0000000000000c1-direct"), std::string::npos) << show.out;
+}
+
+TEST(TopoCliTest, KueueExportTakesTheApiVersion) {
+  const std::string tree = kData + "/tree.conf";
+  CliResult def = RunRailyard({"topo", "export", "--topology", tree, "--format", "kueue"});
+  ASSERT_EQ(def.exit_code, 0) << def.err;
+  EXPECT_NE(def.out.find("apiVersion: kueue.x-k8s.io/v1beta2\nkind: Topology"), std::string::npos)
+      << def.out;
+  CliResult alpha = RunRailyard(
+      {"topo", "export", "--topology", tree, "--format", "kueue", "--kueue-api", "v1alpha1"});
+  ASSERT_EQ(alpha.exit_code, 0) << alpha.err;
+  EXPECT_NE(alpha.out.find("apiVersion: kueue.x-k8s.io/v1alpha1\nkind: Topology"),
+            std::string::npos)
+      << alpha.out;
+  EXPECT_NE(alpha.out.find("apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor"),
+            std::string::npos)
+      << alpha.out;
+  ExpectOneLineError(
+      RunRailyard({"topo", "export", "--topology", tree, "--format", "kueue", "--kueue-api", "v2"}),
+      "expected v1alpha1 (Kueue 0.9-0.13)");
+}
+
 TEST(TopoCliTest, PlaceKeepsASmallJobOnOneLeafAndOrdersRanks) {
-  CliResult r = RunRailyard({"place", "--topology", kData + "/tree.conf", "--nodes", "6",
-                             "--busy", "gpu01,gpu02", "--json"});
+  CliResult r = RunRailyard({"place", "--topology", kData + "/tree.conf", "--nodes", "6", "--busy",
+                             "gpu01,gpu02", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["hosts"].size(), 6u);
@@ -58,7 +122,7 @@ TEST(TopoCliTest, PlaceKeepsASmallJobOnOneLeafAndOrdersRanks) {
     EXPECT_NE(h, "gpu01");
     EXPECT_NE(h, "gpu02");
   }
-  EXPECT_EQ(j["leaves"].size(), 2u) << r.out;  // 6 nodes need two 4-node leaves
+  EXPECT_EQ(j["leaves"].size(), 2u) << r.out;   // 6 nodes need two 4-node leaves
   EXPECT_EQ(j["levels"]["spine"], 1) << r.out;  // ... under one spine
   EXPECT_TRUE(j["explanation"].is_string());
 }
@@ -69,9 +133,9 @@ TEST(TopoCliTest, PlaceReadsExclusionsFromAFile) {
     std::ofstream f(dir + "/bad_hosts");
     f << "# failed validation\ngpu[01-03]\n\ngpu05,gpu06\n";
   }
-  CliResult r = RunRailyard({"place", "--topology", kData + "/tree.conf", "--nodes", "4",
-                             "--exclude", "@" + dir + "/bad_hosts", "--required", "spine",
-                             "--json"});
+  CliResult r =
+      RunRailyard({"place", "--topology", kData + "/tree.conf", "--nodes", "4", "--exclude",
+                   "@" + dir + "/bad_hosts", "--required", "spine", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   for (const auto& h : j["hosts"]) {
@@ -90,8 +154,8 @@ TEST(TopoCliTest, PlaceReadsExclusionsFromAFile) {
 }
 
 TEST(TopoCliTest, PlaceThatCannotFitExplainsWhy) {
-  CliResult r = RunRailyard({"place", "--topology", kData + "/tree.conf", "--nodes", "6",
-                             "--required", "leaf"});
+  CliResult r = RunRailyard(
+      {"place", "--topology", kData + "/tree.conf", "--nodes", "6", "--required", "leaf"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("leaf"), std::string::npos) << r.err;
   ExpectOneLineError(RunRailyard({"place", "--topology", kData + "/tree.conf", "--nodes", "17"}),
@@ -109,15 +173,14 @@ TEST(TopoCliTest, BadTopologiesGetOneClearLine) {
                      "cycle.yaml");
   ExpectOneLineError(RunRailyard({"topo", "show", "--topology", kData + "/two_leaves.conf"}),
                      "two leaves");
-  ExpectOneLineError(RunRailyard({"topo", "show", "--topology", kData + "/bad_range.conf"}),
-                     "5-2");
+  ExpectOneLineError(RunRailyard({"topo", "show", "--topology", kData + "/bad_range.conf"}), "5-2");
   ExpectOneLineError(RunRailyard({"topo", "show", "--topology", kData + "/nope.yaml"}),
                      "nope.yaml");
-  ExpectOneLineError(RunRailyard({"topo", "export", "--topology", kData + "/tree.conf",
-                                  "--format", "excel"}),
-                     "excel");
-  ExpectOneLineError(RunRailyard({"topo", "export", "--topology", kData + "/tree.conf",
-                                  "--format", "nccl-xml", "--node", "gpu77"}),
+  ExpectOneLineError(
+      RunRailyard({"topo", "export", "--topology", kData + "/tree.conf", "--format", "excel"}),
+      "excel");
+  ExpectOneLineError(RunRailyard({"topo", "export", "--topology", kData + "/tree.conf", "--format",
+                                  "nccl-xml", "--node", "gpu77"}),
                      "gpu77");
 }
 

@@ -2,10 +2,12 @@
 // format, print it, convert it for Slurm, Kubernetes/Kueue and NCCL; describe this node.
 #include <fmt/format.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "railyard/base/files.h"
 #include "railyard/cli/cli_common.h"
+#include "railyard/topo/aws_format.h"
 #include "railyard/topo/discover.h"
 #include "railyard/topo/kube_export.h"
 #include "railyard/topo/load.h"
@@ -44,6 +46,49 @@ Result<std::string> Export(const topo::Cluster& c, const std::string& format,
   return InvalidArgument("--format '{}': expected one of {}", format, kFormats);
 }
 
+// Formats that do not name nodes, so AWS instance ids in them harm nothing.
+bool NamesNodes(const std::string& format) { return format != "kueue"; }
+
+// Loads `path`; AWS instance topology goes through the host map (see topo/aws_format.h), and
+// the instances it skips are reported on stderr. `need_hosts`: refuse AWS input without a map,
+// since the output would name nodes by instance id, which no scheduler knows.
+Result<topo::Cluster> LoadForCli(const std::string& path, const std::string& aws_hosts,
+                                 bool need_hosts) {
+  auto text = base::ReadFile(path);
+  bool aws = text.ok() && topo::DetectTopologyFormat(*text) == topo::TopologyFormat::kAwsJson;
+  if (!aws) {
+    if (!aws_hosts.empty()) {
+      return InvalidArgument("--aws-hosts applies to AWS instance topology JSON; {} is not that",
+                             path);
+    }
+    return topo::LoadTopology(path);
+  }
+  std::map<std::string, std::string> hosts;
+  topo::AwsImportOptions options;
+  if (!aws_hosts.empty()) {
+    RY_ASSIGN_OR_RETURN(std::string hosts_text, base::ReadFile(aws_hosts));
+    RY_ASSIGN_OR_RETURN(hosts, topo::ParseAwsHostMap(hosts_text, aws_hosts));
+    options.hosts = &hosts;
+    options.hosts_source = aws_hosts;
+  }
+  RY_ASSIGN_OR_RETURN(topo::AwsImport in, topo::ImportAwsInstanceTopology(*text, path, options));
+  for (const std::string& s : in.skipped) {
+    fmt::print(stderr,
+               "railyard: {}: skipped instance {} (not running, or a type without instance "
+               "topology)\n",
+               path, s);
+  }
+  if (need_hosts && aws_hosts.empty()) {
+    return InvalidArgument(
+        "{} is AWS instance topology, whose nodes are instance ids ('{}', ...); Slurm and "
+        "Kubernetes know them by host name: pass --aws-hosts FILE with '<instance-id> "
+        "<host-name>' lines, e.g. the output of aws ec2 describe-instances --query "
+        "'Reservations[].Instances[].[InstanceId,PrivateDnsName]' --output text",
+        path, in.cluster.nodes.empty() ? std::string() : in.cluster.nodes[0].name);
+  }
+  return std::move(in.cluster);
+}
+
 }  // namespace
 
 void RegisterTopoCommand(CLI::App& app, Action* action) {
@@ -57,20 +102,23 @@ void RegisterTopoCommand(CLI::App& app, Action* action) {
       "Examples:\n"
       "  railyard topo show --topology examples/topology-2su-rail.yaml\n"
       "  railyard topo export --topology topology.conf --format kueue > kueue-topology.yaml\n"
-      "  railyard topo export --topology aws.json --format slurm-conf > topology.conf\n"
+      "  railyard topo export --topology aws.json --aws-hosts hosts.txt --format slurm-conf\n"
       "Docs: docs/topology.md\n");
 
   struct ShowFlags {
     std::string topology;
+    std::string aws_hosts;
   };
   auto sf = std::make_shared<ShowFlags>();
   CLI::App* show = topo->add_subcommand("show", "Print the tree readably");
   show->add_option("--topology", sf->topology, "topology file (any supported format)")->required();
+  show->add_option("--aws-hosts", sf->aws_hosts,
+                   "AWS input: file of '<instance-id> <host-name>' lines naming the nodes");
   show->footer(
       "Example:\n  railyard topo show --topology /run/railyard/vcluster-ry-topology.yaml\n");
   show->callback([sf, action] {
     *action = [sf]() -> Outcome {
-      auto c = topo::LoadTopology(sf->topology);
+      auto c = LoadForCli(sf->topology, sf->aws_hosts, /*need_hosts=*/false);
       if (!c.ok()) return c.status();
       fmt::print("{}", topo::RenderTree(*c));
       return Status::Ok();
@@ -84,6 +132,7 @@ void RegisterTopoCommand(CLI::App& app, Action* action) {
     std::string out;
     std::string name = "railyard";
     std::string kueue_api = "v1beta2";
+    std::string aws_hosts;
     int slots = 0;
   };
   auto ef = std::make_shared<ExportFlags>();
@@ -96,6 +145,9 @@ void RegisterTopoCommand(CLI::App& app, Action* action) {
                  "Kueue API version of the Topology: v1alpha1 (Kueue 0.9-0.13), v1beta1 (0.14 "
                  "and later), v1beta2 (0.15 and later)")
       ->capture_default_str();
+  ex->add_option("--aws-hosts", ef->aws_hosts,
+                 "AWS input: file of '<instance-id> <host-name>' lines; required for every "
+                 "format that names nodes, and every instance must be in it");
   ex->add_option("--slots", ef->slots, "slots per node in a hostfile (default: GPUs per node)");
   ex->add_option("--out", ef->out, "write here (atomically) instead of stdout");
   ex->footer(
@@ -111,7 +163,7 @@ void RegisterTopoCommand(CLI::App& app, Action* action) {
       "Example:\n  railyard topo export --topology cluster.yaml --format nccl-xml --node gpu001\n");
   ex->callback([ef, action] {
     *action = [ef]() -> Outcome {
-      auto c = topo::LoadTopology(ef->topology);
+      auto c = LoadForCli(ef->topology, ef->aws_hosts, NamesNodes(ef->format));
       if (!c.ok()) return c.status();
       auto text = Export(*c, ef->format, ef->node, ef->slots, ef->name, ef->kueue_api);
       if (!text.ok()) return text.status();

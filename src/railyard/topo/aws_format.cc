@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -17,6 +18,8 @@ using base::FieldContext;
 using Json = nlohmann::json;
 
 constexpr size_t kMaxInstances = 1'000'000;
+// The layer-4 switch under a layer-3 node that holds the 3-layer instances of a mixed fleet.
+constexpr std::string_view kDirectSuffix = "-direct";
 
 // JSON keeps no positions, so an instance's line is found by searching the text for its quoted
 // id. Instances come in text order, so one forward scan serves them all (linear, not
@@ -54,7 +57,8 @@ std::string Where(std::string_view source, int line) {
 }
 
 Status ReadPage(const Json& page, const FieldContext& ctx, LineFinder& lines,
-                std::map<std::string, int>& seen, std::vector<Instance>& out) {
+                std::map<std::string, int>& seen, std::vector<Instance>& out,
+                std::vector<std::string>& skipped) {
   if (!page.is_object()) {
     return ctx.Error(
         fmt::format("expected a DescribeInstanceTopology response (an object with "
@@ -80,11 +84,11 @@ Status ReadPage(const Json& page, const FieldContext& ctx, LineFinder& lines,
     }
     auto nn = inst.find("NetworkNodes");
     if (nn == inst.end() || nn->is_null() || (nn->is_array() && nn->empty())) {
-      return InvalidArgument(
-          "{}: instance '{}' ({}) lists no network nodes: AWS leaves them out for instances "
-          "that are not running and for types without instance topology; leave the instance "
-          "out (describe-instance-topology --instance-ids ...)",
-          where, in.id, in.type.empty() ? "type not given" : in.type);
+      // AWS leaves them out for instances that are not running and for types without
+      // instance topology: such an instance has no place in the tree.
+      skipped.push_back(fmt::format("{} ({}, line {}): no network nodes", in.id,
+                                    in.type.empty() ? "type not given" : in.type, in.line));
+      continue;
     }
     if (!nn->is_array()) {
       return InvalidArgument("{}: instance '{}': NetworkNodes must be an array of ids, got {}",
@@ -127,24 +131,30 @@ int AwsInstanceGpus(std::string_view type) {
   return it == kGpus.end() ? 0 : it->second;
 }
 
-Result<Cluster> AwsTopologyFromJson(const Json& doc, std::string_view text,
-                                    std::string_view source) {
+Result<AwsImport> ImportAwsInstanceTopologyJson(const Json& doc, std::string_view text,
+                                                std::string_view source,
+                                                const AwsImportOptions& options) {
   LineFinder lines(text);
   FieldContext ctx{std::string(source)};
   std::vector<Instance> instances;
   std::map<std::string, int> seen;
+  AwsImport result;
   if (doc.is_array()) {
     for (size_t p = 0; p < doc.size(); ++p) {
-      RY_RETURN_IF_ERROR(ReadPage(doc[p], ctx.Index(p), lines, seen, instances));
+      RY_RETURN_IF_ERROR(ReadPage(doc[p], ctx.Index(p), lines, seen, instances, result.skipped));
     }
   } else {
-    RY_RETURN_IF_ERROR(ReadPage(doc, ctx, lines, seen, instances));
+    RY_RETURN_IF_ERROR(ReadPage(doc, ctx, lines, seen, instances, result.skipped));
   }
   if (instances.empty()) {
-    return InvalidArgument("{}: the instance topology lists no instances", source);
+    return InvalidArgument("{}: the instance topology lists no instances{}", source,
+                           result.skipped.empty() ? std::string()
+                                                  : fmt::format(" with network nodes ({} without)",
+                                                                result.skipped.size()));
   }
-  const Instance& first = instances[0];
-  size_t layers = first.network_nodes.size();
+  // Layers: 3 unless some instance lists 4 (see the header on mixed fleets).
+  size_t layers = 3;
+  for (const Instance& in : instances) layers = std::max(layers, in.network_nodes.size());
   std::vector<std::string> levels;
   for (size_t l = 1; l <= layers; ++l) levels.push_back(fmt::format("layer{}", l));
 
@@ -154,19 +164,16 @@ Result<Cluster> AwsTopologyFromJson(const Json& doc, std::string_view text,
     const Instance* by;
   };
   std::map<std::string, Known> known;
+  std::map<std::string, const Instance*> host_of;  // node name -> instance
   ClusterBuilder b{std::string(source)};
   b.SetLevels(levels);
   for (const Instance& in : instances) {
     std::string where = Where(source, in.line);
-    if (in.network_nodes.size() != layers) {
-      return InvalidArgument(
-          "{}: instance '{}' lists {} network nodes but instance '{}' (line "
-          "{}) lists {}; every instance must have the same number of layers",
-          where, in.id, in.network_nodes.size(), first.id, first.line, layers);
-    }
+    std::vector<std::string> path = in.network_nodes;
+    if (path.size() < layers) path.push_back(path.back() + std::string(kDirectSuffix));
     for (size_t l = 0; l < layers; ++l) {
-      const std::string& nn = in.network_nodes[l];
-      std::string parent = l == 0 ? "" : in.network_nodes[l - 1];
+      const std::string& nn = path[l];
+      std::string parent = l == 0 ? "" : path[l - 1];
       auto [it, fresh] = known.emplace(nn, Known{l, parent, &in});
       if (fresh) {
         b.AddSwitch(nn, levels[l], parent, 0, in.line);
@@ -189,15 +196,85 @@ Result<Cluster> AwsTopologyFromJson(const Json& doc, std::string_view text,
     }
     Node node;
     node.name = in.id;
+    if (options.hosts != nullptr) {
+      auto h = options.hosts->find(in.id);
+      if (h == options.hosts->end()) {
+        return InvalidArgument(
+            "{}: instance '{}' ({}) has no host name in {}; Slurm and Kubernetes know nodes by "
+            "host name, so every instance needs a line '{} <host-name>' there",
+            where, in.id, in.type.empty() ? "type not given" : in.type,
+            options.hosts_source.empty() ? "the host map" : options.hosts_source, in.id);
+      }
+      node.name = h->second;
+      auto [other, fresh] = host_of.emplace(node.name, &in);
+      if (!fresh) {
+        return InvalidArgument(
+            "{}: instances '{}' (line {}) and '{}' both map to host '{}' in {}", where,
+            other->second->id, other->second->line, in.id, node.name,
+            options.hosts_source.empty() ? "the host map" : options.hosts_source);
+      }
+    }
     node.gpu_count = AwsInstanceGpus(in.type);
-    b.AddNode(std::move(node), in.network_nodes.back(), in.line);
+    b.AddNode(std::move(node), path.back(), in.line);
   }
-  return std::move(b).Finish();
+  RY_ASSIGN_OR_RETURN(result.cluster, std::move(b).Finish());
+  return result;
+}
+
+Result<AwsImport> ImportAwsInstanceTopology(std::string_view text, std::string_view source,
+                                            const AwsImportOptions& options) {
+  RY_ASSIGN_OR_RETURN(Json doc, base::ParseJson(text, source));
+  return ImportAwsInstanceTopologyJson(doc, text, source, options);
+}
+
+Result<Cluster> AwsTopologyFromJson(const Json& doc, std::string_view text,
+                                    std::string_view source) {
+  RY_ASSIGN_OR_RETURN(AwsImport in, ImportAwsInstanceTopologyJson(doc, text, source));
+  return std::move(in.cluster);
 }
 
 Result<Cluster> ParseAwsInstanceTopology(std::string_view text, std::string_view source) {
-  RY_ASSIGN_OR_RETURN(Json doc, base::ParseJson(text, source));
-  return AwsTopologyFromJson(doc, text, source);
+  RY_ASSIGN_OR_RETURN(AwsImport in, ImportAwsInstanceTopology(text, source));
+  return std::move(in.cluster);
+}
+
+Result<std::map<std::string, std::string>> ParseAwsHostMap(std::string_view text,
+                                                           std::string_view source) {
+  std::map<std::string, std::string> hosts;
+  std::map<std::string, int> line_of;
+  int line = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view raw = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++line;
+    std::vector<std::string> fields;
+    size_t i = 0;
+    while (i < raw.size()) {
+      while (i < raw.size() && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\r')) ++i;
+      size_t start = i;
+      while (i < raw.size() && raw[i] != ' ' && raw[i] != '\t' && raw[i] != '\r') ++i;
+      if (i > start) fields.emplace_back(raw.substr(start, i - start));
+    }
+    if (fields.empty() || fields[0][0] == '#') continue;
+    if (fields.size() != 2) {
+      return InvalidArgument("{}:{}: expected '<instance-id> <host-name>', got {} field(s): '{}'",
+                             source, line, fields.size(), raw);
+    }
+    if (fields[0].rfind("i-", 0) != 0) {
+      return InvalidArgument("{}:{}: '{}' is not an EC2 instance id (i-...)", source, line,
+                             fields[0]);
+    }
+    auto [it, fresh] = hosts.emplace(fields[0], fields[1]);
+    if (!fresh && it->second != fields[1]) {
+      return InvalidArgument("{}:{}: instance '{}' is mapped to '{}' here and to '{}' on line {}",
+                             source, line, fields[0], fields[1], it->second, line_of[fields[0]]);
+    }
+    line_of.emplace(fields[0], line);
+  }
+  return hosts;
 }
 
 }  // namespace railyard::topo
