@@ -53,8 +53,14 @@ Result<ResolvedPod> ResolvePod(const topo::Cluster& cluster, const PodRequest& p
     const std::string_view what =
         text == &pod.required_level ? kRequiredLevelAnnotation : kKueueRequiredTopologyAnnotation;
     auto level = ResolveLevel(cluster, *text);
-    if (!level.ok())
+    if (!level.ok()) {
       return InvalidArgument("pod annotation {}: {}", what, level.status().message());
+    }
+    if (*level < 0 && text == &pod.required_level) {
+      // Railyard's own annotation has no other reader: a foreign label there is a mistake.
+      return InvalidArgument("pod annotation {}: '{}' is not one of this cluster's levels: {}",
+                             what, *text, LevelList(cluster));
+    }
     if (*level >= 0) {
       out.required_level = *level;
       out.required_text = *text;

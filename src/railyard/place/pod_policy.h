@@ -21,7 +21,8 @@
 //   the hashed form "railyard.io/Spine-Row-0a5ca1afe871" for a level name that is not a valid
 //   label), or by "kubernetes.io/hostname" (the whole gang on one node). A label outside
 //   railyard.io/ is another tool's (Kueue handles its own levels): it is ignored. An unknown
-//   railyard.io/ label or level name is an error naming the levels there are.
+//   railyard.io/ label or level name, or another tool's label in railyard.io/required-level, is an
+//   error naming the levels there are.
 // - Score: 10 on a node that already holds a pod of the gang or shares its leaf with one,
 //   then 10 * (level + 1) / levels for the deepest level at which the node shares a switch
 //   with one; 0 with nothing in common, nothing bound yet, or outside the topology.

@@ -120,6 +120,7 @@ TEST(PodPolicyTest, RequiredLevelAcceptsNameLabelKeyHashedKeyAndHostname) {
   auto unknown = ResolvePod(c, {.group = "g", .required_level = "rack"});
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("railyard.io/required-level"), std::string::npos);
+  EXPECT_FALSE(ResolvePod(c, {.group = "g", .required_level = "cloud.example.com/block"}).ok());
 }
 
 TEST(PodPolicyTest, RequiredLevelOnlyConstrainsItsOwnGang) {
