@@ -153,7 +153,7 @@ std::string ExtenderServer::Metrics() const {
   out += fmt::format("railyard_extender_request_seconds_sum {:.6f}\n",
                      static_cast<double>(request_nanos_.load()) / 1e9);
   out += fmt::format("railyard_extender_request_seconds_count {}\n", requests_.load());
-  out += "# HELP railyard_extender_bound_pods Pods known to be bound, by all groups.\n";
+  out += "# HELP railyard_extender_bound_pods (gang, node) pairs with at least one bound pod.\n";
   out += "# TYPE railyard_extender_bound_pods gauge\n";
   out += fmt::format("railyard_extender_bound_pods {}\n", extender_->bound_pods());
   out += "# HELP railyard_topology_nodes Nodes in the loaded topology.\n";

@@ -185,7 +185,7 @@ TEST_F(ServerTest, AnswersTheExtenderVerbsOverHttp) {
   EXPECT_EQ(pr[1]["Score"], 0);
 
   // Without nodeCacheCapable the passing Node objects come back whole.
-  json nodes = {{"Pod", json::object()},
+  json nodes = {{"Pod", {{"metadata", {{"labels", {{"railyard.io/group", "g"}}}}}}},
                 {"Nodes",
                  {{"items",
                    {{{"metadata", {{"name", "n0"}, {"labels", {{"a", "b"}}}}}},
