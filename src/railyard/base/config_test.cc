@@ -9,6 +9,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "railyard/base/temp_dir_testing.h"
+
 namespace railyard::base {
 namespace {
 
@@ -41,24 +43,16 @@ nlohmann::json Json(std::string_view text) {
 // A temporary directory removed at the end of the test, pass or fail.
 class TempDir {
  public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "config_test.XXXXXX").string();
-    path_ = mkdtemp(pattern.data()) ? pattern : "";
-    EXPECT_FALSE(path_.empty());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
+  TempDir() { EXPECT_FALSE(dir_.path().empty()); }
   std::string Write(const std::string& name, std::string_view text) const {
-    std::string file = path_ + "/" + name;
+    std::string file = dir_.Sub(name);
     std::ofstream(file) << text;
     return file;
   }
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return dir_.path(); }
 
  private:
-  std::string path_;
+  ScopedTempDir dir_{"config-test"};
 };
 
 constexpr std::string_view kCluster = R"(name: lab

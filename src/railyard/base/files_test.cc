@@ -1,6 +1,7 @@
 #include "railyard/base/files.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,20 +9,16 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include <gtest/gtest.h>
+#include "railyard/base/temp_dir_testing.h"
 
 namespace railyard::base {
 namespace {
 
 class FilesTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/railyard-files-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::string dir_;
+  void SetUp() override { ASSERT_FALSE(dir_.empty()); }
+  ScopedTempDir tmp_{"files-test"};
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(FilesTest, AtomicWriteReplacesContentAndLeavesNoTemp) {

@@ -7,6 +7,8 @@
 #include <optional>
 #include <span>
 
+#include "railyard/base/strings.h"
+
 namespace railyard::base {
 namespace {
 
@@ -75,17 +77,6 @@ struct Decimal {
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-std::string_view TrimLeft(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  return s;
-}
-
-std::string_view Trim(std::string_view s) {
-  s = TrimLeft(s);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 uint64_t Pow10(int n) {
   uint64_t p = 1;
   for (int i = 0; i < n; ++i) p *= 10;
@@ -112,7 +103,7 @@ bool IsAmbiguousBitOrByte(std::string_view unit) {
 
 // The common start of every parser: non-empty, not negative.
 Result<std::string_view> CheckStart(const Kind& kind, std::string_view input) {
-  std::string_view t = Trim(input);
+  std::string_view t = StripAsciiWhitespace(input);
   if (t.empty()) {
     return Invalid(kind, input, fmt::format("empty (expected a value like {})", kind.example));
   }
@@ -205,7 +196,7 @@ std::string ExactQuotient(uint64_t value, uint64_t divisor) {
 Result<uint64_t> ParseBytes(std::string_view s) {
   RY_ASSIGN_OR_RETURN(std::string_view t, CheckStart(kSize, s));
   RY_ASSIGN_OR_RETURN(Decimal number, ReadDecimal(t, kSize, s));
-  std::string_view unit = TrimLeft(t);
+  std::string_view unit = StripLeadingAsciiWhitespace(t);
   uint64_t multiplier = 1;
   if (!unit.empty()) {
     const Unit* u = FindUnit(kByteUnits, unit);
@@ -223,7 +214,7 @@ Result<uint64_t> ParseBytes(std::string_view s) {
 Result<uint64_t> ParseRateBits(std::string_view s) {
   RY_ASSIGN_OR_RETURN(std::string_view t, CheckStart(kRate, s));
   RY_ASSIGN_OR_RETURN(Decimal number, ReadDecimal(t, kRate, s));
-  std::string_view unit = TrimLeft(t);
+  std::string_view unit = StripLeadingAsciiWhitespace(t);
   if (unit.empty()) {
     return Invalid(kRate, s, fmt::format("missing unit (expected one of {})", kRateExpected));
   }
@@ -266,11 +257,11 @@ Result<std::chrono::nanoseconds> ParseDuration(std::string_view s) {
   size_t next_unit = 0;  // index into kDurationUnits of the smallest unit not used yet
   while (!t.empty()) {
     RY_ASSIGN_OR_RETURN(Decimal number, ReadDecimal(t, kDuration, s));
-    t = TrimLeft(t);
+    t = StripLeadingAsciiWhitespace(t);
     size_t n = 0;
     while (n < t.size() && !IsDigit(t[n]) && !IsSpace(t[n]) && t[n] != '.') ++n;
     std::string_view unit = t.substr(0, n);
-    t = TrimLeft(t.substr(n));
+    t = StripLeadingAsciiWhitespace(t.substr(n));
     if (unit.empty()) {
       return Invalid(kDuration, s,
                      fmt::format("missing unit (expected one of {}, like 30s or {})",

@@ -1,0 +1,34 @@
+// Small string helpers shared by every parser: whitespace stripping and "source:line" text.
+//
+// Modelled on Abseil's absl/strings/ascii.h: the strip functions take and return views into
+// the caller's string (nothing is copied, so the result lives only as long as the input).
+//
+//   std::string_view item = StripAsciiWhitespace(line.substr(0, comma));
+//   std::string_view value = StripChars(header_value, " \t");   // HTTP's optional whitespace
+//   return InvalidArgument("{}: unknown switch '{}'", Where(source, line), name);
+//
+// Thread-safety: pure functions, no shared state.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace railyard::base {
+
+// The characters std::isspace accepts in the "C" locale: space, \t, \n, \v, \f, \r.
+inline constexpr std::string_view kAsciiWhitespace = " \t\n\v\f\r";
+
+// `s` without leading and/or trailing characters that occur in `chars`.
+std::string_view StripLeadingChars(std::string_view s, std::string_view chars);
+std::string_view StripTrailingChars(std::string_view s, std::string_view chars);
+std::string_view StripChars(std::string_view s, std::string_view chars);
+
+// `s` without leading and/or trailing ASCII whitespace (kAsciiWhitespace).
+std::string_view StripLeadingAsciiWhitespace(std::string_view s);
+std::string_view StripTrailingAsciiWhitespace(std::string_view s);
+std::string_view StripAsciiWhitespace(std::string_view s);
+
+// "source:line" for error messages, or just "source" when the line is unknown (line <= 0).
+std::string Where(std::string_view source, int line);
+
+}  // namespace railyard::base
