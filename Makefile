@@ -10,7 +10,7 @@ JOBS      ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_ARGS ?=
 
-.PHONY: all bootstrap build demo test sanitize bench-deps clean
+.PHONY: all bootstrap bootstrap-test build demo test sanitize bench-deps clean
 
 # Runs ctest in build dir $(1), then one summary line counting passed, skipped and failed
 # test cases (ctest counts a skip as passed in its own percentage line). The exit status is
@@ -42,6 +42,9 @@ all: build
 bootstrap:
 	@scripts/bootstrap
 
+bootstrap-test:
+	@scripts/bootstrap --test
+
 build: bootstrap
 	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
@@ -49,10 +52,10 @@ build: bootstrap
 demo: build
 	$(BUILD_DIR)/railyard demo
 
-test: build
+test: bootstrap-test build
 	@$(call run_ctest,$(BUILD_DIR))
 
-sanitize: bootstrap
+sanitize: bootstrap-test
 	@cmake -S . -B $(SAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRAILYARD_SANITIZE=ON -DRAILYARD_BUILD_BENCH=OFF >/dev/null
 	@cmake --build $(SAN_DIR) -j $(JOBS)
 	@$(call run_ctest,$(SAN_DIR))
