@@ -184,6 +184,51 @@ TEST(TopoCliTest, BadTopologiesGetOneClearLine) {
                      "gpu77");
 }
 
+// --nccl-cpu and --pcie-link set what the NCCL topology file says of the node's CPU and PCIe
+// links (the default CPU is the exporting host's, wrong on a login node); bad values are one
+// line naming the flag.
+TEST(TopoCliTest, NcclXmlTakesTheNodesCpuAndPcieLink) {
+  const std::string example = kData + "/../../examples/topology-2su-rail.yaml";
+  auto nccl = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = {"topo",     "export",   "--topology", example,
+                                     "--format", "nccl-xml", "--node",     "gpu001"};
+    args.insert(args.end(), more.begin(), more.end());
+    return RunRailyard(args);
+  };
+  CliResult intel =
+      nccl({"--nccl-cpu", "x86_64,GenuineIntel,6,143", "--pcie-link", "16.0 GT/s PCIe,8"});
+  ASSERT_EQ(intel.exit_code, 0) << intel.err;
+  EXPECT_NE(intel.out.find(R"(arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="143")"),
+            std::string::npos)
+      << intel.out;
+  EXPECT_NE(intel.out.find(R"(link_speed="16.0 GT/s PCIe" link_width="8")"), std::string::npos)
+      << intel.out;
+  EXPECT_EQ(intel.out.find("32.0 GT/s"), std::string::npos) << intel.out;
+
+  CliResult grace = nccl({"--nccl-cpu", "arm64"});
+  ASSERT_EQ(grace.exit_code, 0) << grace.err;
+  EXPECT_NE(grace.out.find(R"(arch="arm64")"), std::string::npos) << grace.out;
+  EXPECT_EQ(grace.out.find("vendor="), std::string::npos) << grace.out;
+  EXPECT_NE(grace.out.find(R"(link_speed="32.0 GT/s PCIe" link_width="16")"), std::string::npos)
+      << grace.out;
+
+  // Without --nccl-cpu: this host's CPU, as before.
+  CliResult host = nccl({});
+  ASSERT_EQ(host.exit_code, 0) << host.err;
+  EXPECT_NE(host.out.find("arch=\""), std::string::npos) << host.out;
+
+  ExpectOneLineError(nccl({"--nccl-cpu", "sparc"}), "--nccl-cpu 'sparc'");
+  ExpectOneLineError(nccl({"--nccl-cpu", "x86_64"}), "x86_64 needs vendor, family and model");
+  ExpectOneLineError(nccl({"--nccl-cpu", "x86_64,GenuineIntel,six,143"}), "family 'six'");
+  ExpectOneLineError(nccl({"--nccl-cpu", "arm64,ARM,1,2"}), "x86_64 only");
+  ExpectOneLineError(nccl({"--pcie-link", "32.0 GT/s PCIe"}), "--pcie-link '32.0 GT/s PCIe'");
+  ExpectOneLineError(nccl({"--pcie-link", "32.0 GT/s PCIe,3"}), "--pcie-link");
+  ExpectOneLineError(nccl({"--pcie-link", "33 GT/s,16"}), "--pcie-link '33 GT/s,16'");
+  ExpectOneLineError(RunRailyard({"topo", "export", "--topology", example, "--format", "slurm-conf",
+                                  "--nccl-cpu", "arm64"}),
+                     "--format nccl-xml only");
+}
+
 TEST(TopoCliTest, DiscoverPrintsValidJson) {
   CliResult r = RunRailyard({"discover"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -2,8 +2,11 @@
 // format, print it, convert it for Slurm, Kubernetes/Kueue and NCCL; describe this node.
 #include <fmt/format.h>
 
+#include <charconv>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
 
 #include "railyard/base/files.h"
 #include "railyard/cli/cli_common.h"
@@ -23,9 +26,89 @@ constexpr const char* kFormats =
     "railyard-yaml, slurm-conf, slurm-yaml, k8s-labels, k8s-labels-json, kueue, nccl-xml, "
     "hostfile";
 
+// A whole number in `text`, or nullopt.
+std::optional<int> WholeNumber(std::string_view text) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+std::vector<std::string_view> SplitCommas(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  for (;;) {
+    size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    if (comma == std::string_view::npos) return out;
+    start = comma + 1;
+  }
+}
+
+// --nccl-cpu ARCH[,VENDOR,FAMILY,MODEL]: the CPU written into the NCCL topology file. NCCL
+// reads vendor, family and model from the file on x86_64 only, and needs them there.
+Result<topo::NcclCpu> ParseNcclCpu(const std::string& text) {
+  auto bad = [&](std::string_view why) {
+    return InvalidArgument(
+        "--nccl-cpu '{}': {}; expected ARCH (arm64, ppc64) or x86_64,VENDOR,FAMILY,MODEL as "
+        "cpuid gives them, e.g. x86_64,GenuineIntel,6,143",
+        text, why);
+  };
+  std::vector<std::string_view> f = SplitCommas(text);
+  topo::NcclCpu cpu;
+  cpu.arch = std::string(f[0]);
+  if (cpu.arch != "x86_64" && cpu.arch != "arm64" && cpu.arch != "ppc64") {
+    return bad(fmt::format("arch '{}' is not one of NCCL's (x86_64, arm64, ppc64)", cpu.arch));
+  }
+  if (cpu.arch != "x86_64") {
+    if (f.size() != 1) return bad("vendor, family and model apply to x86_64 only");
+    return cpu;
+  }
+  if (f.size() != 4) return bad("x86_64 needs vendor, family and model");
+  cpu.vendor = std::string(f[1]);
+  auto family = WholeNumber(f[2]);
+  auto model = WholeNumber(f[3]);
+  if (cpu.vendor.empty()) return bad("the vendor is empty");
+  if (!family || *family < 0) return bad(fmt::format("family '{}' is no whole number", f[2]));
+  if (!model || *model < 0) return bad(fmt::format("model '{}' is no whole number", f[3]));
+  cpu.family = *family;
+  cpu.model = *model;
+  return cpu;
+}
+
+// --nccl-cpu and --pcie-link into the export options; the CPU defaults to this machine's.
+Result<topo::NcclExportOptions> NcclOptions(const std::string& cpu, const std::string& link) {
+  topo::NcclExportOptions o;
+  if (cpu.empty()) {
+    auto host = topo::HostNcclCpu();
+    if (!host.ok()) return host.status().WithContext("--nccl-cpu not given, this host's CPU");
+    o.cpu = *host;
+  } else {
+    RY_ASSIGN_OR_RETURN(o.cpu, ParseNcclCpu(cpu));
+  }
+  if (link.empty()) return o;
+  size_t comma = link.rfind(',');
+  auto width = comma == std::string::npos ? std::nullopt : WholeNumber(link.substr(comma + 1));
+  const bool pcie_width = width && (*width == 1 || *width == 2 || *width == 4 || *width == 8 ||
+                                    *width == 12 || *width == 16 || *width == 32);
+  if (!pcie_width || comma == 0) {
+    return InvalidArgument(
+        "--pcie-link '{}': expected SPEED,WIDTH with NCCL's speed name and a PCIe width (1, 2, "
+        "4, 8, 12, 16 or 32), e.g. \"32.0 GT/s PCIe,16\"",
+        link);
+  }
+  o.pcie_link_speed = link.substr(0, comma);
+  o.pcie_link_width = *width;
+  return o;
+}
+
 Result<std::string> Export(const topo::Cluster& c, const std::string& format,
                            const std::string& node, int slots, const std::string& name,
-                           const std::string& kueue_api) {
+                           const std::string& kueue_api, const std::string& nccl_cpu,
+                           const std::string& pcie_link) {
+  if (format != "nccl-xml" && !(nccl_cpu.empty() && pcie_link.empty())) {
+    return InvalidArgument("--nccl-cpu and --pcie-link apply to --format nccl-xml only");
+  }
   if (format == "railyard-yaml") return topo::WriteTopologyYaml(c);
   if (format == "slurm-conf") return topo::WriteSlurmTopologyConf(c);
   if (format == "slurm-yaml") return topo::WriteSlurmTopologyYaml(c);
@@ -41,7 +124,14 @@ Result<std::string> Export(const topo::Cluster& c, const std::string& format,
       return InvalidArgument("--format nccl-xml needs --node NAME (one node's file)");
     int n = c.FindNode(node);
     if (n < 0) return NotFound("--node '{}' is not in the topology", node);
-    return topo::NcclTopologyXml(c.nodes[n]);
+    RY_ASSIGN_OR_RETURN(topo::NcclExportOptions options, NcclOptions(nccl_cpu, pcie_link));
+    auto xml = topo::NcclTopologyXml(c.nodes[n], options);
+    // The speed is checked against NCCL's names by the exporter; say which flag set it.
+    if (!xml.ok() && !pcie_link.empty() &&
+        xml.status().message().find("PCIe link speed") != std::string::npos) {
+      return xml.status().WithContext(fmt::format("--pcie-link '{}'", pcie_link));
+    }
+    return xml;
   }
   return InvalidArgument("--format '{}': expected one of {}", format, kFormats);
 }
@@ -133,6 +223,8 @@ void RegisterTopoCommand(CLI::App& app, Action* action) {
     std::string name = "railyard";
     std::string kueue_api = "v1beta2";
     std::string aws_hosts;
+    std::string nccl_cpu;
+    std::string pcie_link;
     int slots = 0;
   };
   auto ef = std::make_shared<ExportFlags>();
@@ -148,6 +240,15 @@ void RegisterTopoCommand(CLI::App& app, Action* action) {
   ex->add_option("--aws-hosts", ef->aws_hosts,
                  "AWS input: file of '<instance-id> <host-name>' lines; required for every "
                  "format that names nodes, and every instance must be in it");
+  ex->add_option("--nccl-cpu", ef->nccl_cpu,
+                 "nccl-xml: the nodes' CPU as NCCL names it, ARCH or x86_64,VENDOR,FAMILY,MODEL "
+                 "(cpuid's; e.g. x86_64,GenuineIntel,6,143). Default: this host's CPU, which is "
+                 "wrong when exporting elsewhere than on such a node (a login node)")
+      ->type_name("ARCH[,VENDOR,FAMILY,MODEL]");
+  ex->add_option("--pcie-link", ef->pcie_link,
+                 "nccl-xml: link_speed and link_width written on every <pci>, as NCCL names "
+                 "them (default \"32.0 GT/s PCIe,16\", PCIe Gen5 x16)")
+      ->type_name("SPEED,WIDTH");
   ex->add_option("--slots", ef->slots, "slots per node in a hostfile (default: GPUs per node)");
   ex->add_option("--out", ef->out, "write here (atomically) instead of stdout");
   ex->footer(
@@ -160,12 +261,15 @@ void RegisterTopoCommand(CLI::App& app, Action* action) {
       "  kueue            Kueue Topology (+ ResourceFlavor) over those labels (--kueue-api)\n"
       "  nccl-xml         NCCL_TOPO_FILE XML for one node (--node)\n"
       "  hostfile         OpenMPI hostfile in tree order\n"
-      "Example:\n  railyard topo export --topology cluster.yaml --format nccl-xml --node gpu001\n");
+      "Example:\n  railyard topo export --topology cluster.yaml --format nccl-xml --node gpu001 "
+      "\\\n"
+      "    --nccl-cpu x86_64,GenuineIntel,6,143 --pcie-link \"32.0 GT/s PCIe,16\"\n");
   ex->callback([ef, action] {
     *action = [ef]() -> Outcome {
       auto c = LoadForCli(ef->topology, ef->aws_hosts, NamesNodes(ef->format));
       if (!c.ok()) return c.status();
-      auto text = Export(*c, ef->format, ef->node, ef->slots, ef->name, ef->kueue_api);
+      auto text = Export(*c, ef->format, ef->node, ef->slots, ef->name, ef->kueue_api, ef->nccl_cpu,
+                         ef->pcie_link);
       if (!text.ok()) return text.status();
       if (ef->out.empty()) {
         fmt::print("{}", *text);
