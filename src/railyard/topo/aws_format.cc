@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "railyard/base/config.h"
+#include "railyard/base/strings.h"
 
 namespace railyard::topo {
 namespace {
@@ -52,10 +53,6 @@ struct Instance {
   int line = 0;
 };
 
-std::string Where(std::string_view source, int line) {
-  return line > 0 ? fmt::format("{}:{}", source, line) : std::string(source);
-}
-
 Status ReadPage(const Json& page, const FieldContext& ctx, LineFinder& lines,
                 std::map<std::string, int>& seen, std::vector<Instance>& out,
                 std::vector<std::string>& skipped) {
@@ -76,7 +73,7 @@ Status ReadPage(const Json& page, const FieldContext& ctx, LineFinder& lines,
     if (in.id.empty()) return c.Error("InstanceId is empty");
     RY_ASSIGN_OR_RETURN(in.type, base::OptionalString(inst, "InstanceType", "", c));
     in.line = lines.Next(in.id);
-    std::string where = Where(c.source(), in.line);
+    std::string where = base::Where(c.source(), in.line);
     auto [first, fresh] = seen.emplace(in.id, in.line);
     if (!fresh) {
       return InvalidArgument("{}: instance '{}' is listed twice (first on line {})", where, in.id,
@@ -168,7 +165,7 @@ Result<AwsImport> ImportAwsInstanceTopologyJson(const Json& doc, std::string_vie
   ClusterBuilder b{std::string(source)};
   b.SetLevels(levels);
   for (const Instance& in : instances) {
-    std::string where = Where(source, in.line);
+    std::string where = base::Where(source, in.line);
     std::vector<std::string> path = in.network_nodes;
     if (path.size() < layers) path.push_back(path.back() + std::string(kDirectSuffix));
     for (size_t l = 0; l < layers; ++l) {

@@ -21,6 +21,7 @@
 
 #include "railyard/base/files.h"
 #include "railyard/base/logging.h"
+#include "railyard/base/strings.h"
 #include "railyard/base/units.h"
 #include "railyard/topo/node_json.h"
 
@@ -40,12 +41,6 @@ namespace fs = std::filesystem;
 const base::Logger kLog("discover");
 
 // ---- small sysfs helpers ----------------------------------------------------------------
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 // A decimal or 0x-prefixed hex integer file; nullopt when absent or malformed.
 std::optional<int64_t> ReadSysfsInt(const std::string& path) {
@@ -708,7 +703,7 @@ void DiscoverGpus(const DiscoverOptions& options, bool live, Discovery& d) {
 }  // namespace
 
 std::string NormalizePciBusId(std::string_view bus_id) {
-  std::string s(Trim(bus_id));
+  std::string s(base::StripAsciiWhitespace(bus_id));
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (!IsBdf(s)) return s;
@@ -719,10 +714,11 @@ std::string NormalizePciBusId(std::string_view bus_id) {
 }
 
 Result<uint64_t> ParseIbRate(std::string_view text) {
-  std::string_view s = Trim(text);
+  std::string_view s = base::StripAsciiWhitespace(text);
   size_t space = s.find(' ');
   std::string_view number = s.substr(0, space);
-  std::string_view rest = space == std::string_view::npos ? "" : Trim(s.substr(space));
+  std::string_view rest =
+      space == std::string_view::npos ? "" : base::StripAsciiWhitespace(s.substr(space));
   if (number.empty() || rest.substr(0, 6) != "Gb/sec") {
     return InvalidArgument("expected an InfiniBand rate like \"400 Gb/sec (4X NDR)\", got \"{}\"",
                            s);

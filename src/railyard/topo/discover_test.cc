@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "railyard/base/temp_dir_testing.h"
 #include "railyard/topo/node_json.h"
 
 namespace railyard::topo {
@@ -103,15 +104,7 @@ TEST(ParseIbRateTest, ReadsKernelRateText) {
 
 class FakeSysfs : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "railyard-discover-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    root_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
+  void SetUp() override { ASSERT_FALSE(root_.empty()); }
 
   void Write(const std::string& rel, const std::string& text) {
     fs::path p = fs::path(root_) / rel;
@@ -183,7 +176,8 @@ class FakeSysfs : public ::testing::Test {
     return o;
   }
 
-  std::string root_;
+  base::ScopedTempDir tmp_{"discover"};
+  const std::string root_ = tmp_.path();
 };
 
 TEST_F(FakeSysfs, FindsGpusNicsNumaAndPaths) {

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "railyard/base/strings.h"
+
 namespace railyard::topo {
 namespace {
 
@@ -13,12 +15,6 @@ constexpr size_t kMaxDigits = 18;
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 // One number or range inside brackets; `width` is the digit count of `lo` as written.
 struct Range {
@@ -68,23 +64,25 @@ Result<uint64_t> ParseBound(std::string_view digits, std::string_view expr) {
 Result<Segment> ParseBracket(std::string_view body, std::string_view expr) {
   Segment seg;
   seg.count = 0;
-  if (Trim(body).empty()) return InvalidArgument("hostlist '{}': empty brackets '[]'", expr);
+  if (base::StripAsciiWhitespace(body).empty())
+    return InvalidArgument("hostlist '{}': empty brackets '[]'", expr);
   size_t start = 0;
   while (start <= body.size()) {
     size_t comma = body.find(',', start);
-    std::string_view part =
-        Trim(body.substr(start, comma == std::string_view::npos ? body.npos : comma - start));
+    std::string_view part = base::StripAsciiWhitespace(
+        body.substr(start, comma == std::string_view::npos ? body.npos : comma - start));
     if (part.empty()) {
       return InvalidArgument("hostlist '{}': empty entry inside '[{}]'", expr, body);
     }
     size_t dash = part.find('-');
     Range r;
-    std::string_view lo = Trim(part.substr(0, dash));
+    std::string_view lo = base::StripAsciiWhitespace(part.substr(0, dash));
     RY_ASSIGN_OR_RETURN(r.lo, ParseBound(lo, expr));
     r.width = lo.size();
     r.hi = r.lo;
     if (dash != std::string_view::npos) {
-      RY_ASSIGN_OR_RETURN(r.hi, ParseBound(Trim(part.substr(dash + 1)), expr));
+      RY_ASSIGN_OR_RETURN(r.hi,
+                          ParseBound(base::StripAsciiWhitespace(part.substr(dash + 1)), expr));
       if (r.hi < r.lo) {
         return InvalidArgument(
             "hostlist '{}': range {} is descending (write the smaller number "
@@ -222,7 +220,7 @@ std::string CompressNumbers(const std::vector<Split>& group) {
 }  // namespace
 
 Result<std::vector<std::string>> ExpandHostlist(std::string_view expr) {
-  std::string_view text = Trim(expr);
+  std::string_view text = base::StripAsciiWhitespace(expr);
   if (text.empty()) return InvalidArgument("empty hostlist (expected names like node[01-04])");
   std::vector<std::string> out;
   size_t item_start = 0;
@@ -238,7 +236,7 @@ Result<std::vector<std::string>> ExpandHostlist(std::string_view expr) {
       }
       depth = 0;
     } else if (c == ',' && depth == 0) {
-      std::string_view item = Trim(text.substr(item_start, i - item_start));
+      std::string_view item = base::StripAsciiWhitespace(text.substr(item_start, i - item_start));
       if (item.empty()) {
         return InvalidArgument(
             "hostlist '{}': empty item (two commas in a row, or a comma at "

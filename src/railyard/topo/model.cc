@@ -1,9 +1,11 @@
 #include "railyard/topo/model.h"
 
+#include <fmt/format.h>
+
 #include <map>
 #include <set>
 
-#include <fmt/format.h>
+#include "railyard/base/strings.h"
 
 namespace railyard::topo {
 
@@ -86,9 +88,7 @@ void ClusterBuilder::AddNode(Node node, std::string leaf, int line) {
 }
 
 Result<Cluster> ClusterBuilder::Finish() && {
-  auto where = [&](int line) {
-    return line > 0 ? fmt::format("{}:{}", source_, line) : source_;
-  };
+  auto where = [&](int line) { return base::Where(source_, line); };
   Cluster& c = cluster_;
   if (c.levels.empty()) return InvalidArgument("{}: the topology names no switch levels", source_);
   std::set<std::string> level_names;

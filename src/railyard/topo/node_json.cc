@@ -7,6 +7,7 @@
 #include <climits>
 #include <set>
 
+#include "railyard/base/strings.h"
 #include "railyard/base/units.h"
 
 namespace railyard::topo {
@@ -237,14 +238,6 @@ Result<int> ParseCpuId(std::string_view text, std::string_view item, std::string
   return v;
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 }  // namespace
 
 json NodeToJson(const Node& node) {
@@ -341,14 +334,14 @@ std::string FormatCpuList(const std::vector<int>& cpus) {
 
 Result<std::vector<int>> ParseCpuList(std::string_view text) {
   std::vector<int> out;
-  if (Trim(text).empty()) return out;
+  if (base::StripAsciiWhitespace(text).empty()) return out;
   // Items become intervals that are merged before expanding, so repeated or overlapping
   // items cost nothing extra and the result never holds more than kMaxCpuId + 1 ids.
   std::vector<std::pair<int, int>> intervals;
   std::string_view rest = text;
   while (true) {
     size_t comma = rest.find(',');
-    std::string_view item = Trim(rest.substr(0, comma));
+    std::string_view item = base::StripAsciiWhitespace(rest.substr(0, comma));
     if (item.empty()) return InvalidArgument("cpu list '{}': empty item", text);
     // "a-b:used/group" selects the first `used` ids of every `group` ids from a to b.
     std::string_view range = item;

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "railyard/base/config.h"
+#include "railyard/base/strings.h"
 #include "railyard/topo/hostlist.h"
 #include "railyard/topo/internal/yaml_quote.h"
 
@@ -41,10 +42,6 @@ struct Words {
   std::string_view nodes;
 };
 
-std::string Where(std::string_view source, int line) {
-  return line > 0 ? fmt::format("{}:{}", source, line) : std::string(source);
-}
-
 Result<Cluster> BuildTree(const std::vector<SwitchSpec>& specs, std::string_view source,
                           std::string name, const Words& words) {
   if (specs.empty()) return InvalidArgument("{}: the tree has no switches", source);
@@ -53,7 +50,8 @@ Result<Cluster> BuildTree(const std::vector<SwitchSpec>& specs, std::string_view
     auto [it, fresh] = index.emplace(specs[i].name, static_cast<int>(i));
     if (!fresh) {
       return InvalidArgument("{}: switch '{}' is defined twice (first on line {})",
-                             Where(source, specs[i].line), specs[i].name, specs[it->second].line);
+                             base::Where(source, specs[i].line), specs[i].name,
+                             specs[it->second].line);
     }
   }
   std::vector<int> parent(specs.size(), -1);
@@ -62,28 +60,28 @@ Result<Cluster> BuildTree(const std::vector<SwitchSpec>& specs, std::string_view
     if (!s.children.empty() && !s.nodes.empty()) {
       return InvalidArgument(
           "{}: switch '{}' lists both {} and {}; railyard needs nodes only on leaf switches",
-          Where(source, s.line), s.name, words.children, words.nodes);
+          base::Where(source, s.line), s.name, words.children, words.nodes);
     }
     for (const std::string& child : s.children) {
       auto it = index.find(child);
       if (it == index.end()) {
         return InvalidArgument("{}: switch '{}' lists child switch '{}', which is not defined",
-                               Where(source, s.line), s.name, child);
+                               base::Where(source, s.line), s.name, child);
       }
       int c = it->second;
       if (c == static_cast<int>(i)) {
         return InvalidArgument("{}: switch '{}' lists itself as a child (a cycle)",
-                               Where(source, s.line), s.name);
+                               base::Where(source, s.line), s.name);
       }
       if (parent[c] == static_cast<int>(i)) {
         return InvalidArgument("{}: switch '{}' lists child switch '{}' twice",
-                               Where(source, s.line), s.name, child);
+                               base::Where(source, s.line), s.name, child);
       }
       if (parent[c] >= 0) {
         return InvalidArgument(
             "{}: switch '{}' is listed under two parents: '{}' (line {}) and '{}' (line {})",
-            Where(source, s.line), child, specs[parent[c]].name, specs[parent[c]].line, s.name,
-            s.line);
+            base::Where(source, s.line), child, specs[parent[c]].name, specs[parent[c]].line,
+            s.name, s.line);
       }
       parent[c] = static_cast<int>(i);
     }
@@ -107,7 +105,7 @@ Result<Cluster> BuildTree(const std::vector<SwitchSpec>& specs, std::string_view
       cycle.push_back(specs[s].name);
       return InvalidArgument(
           "{}: switches form a cycle with no top switch (each is listed under the next): {}",
-          Where(source, specs[s].line), fmt::join(cycle, " -> "));
+          base::Where(source, specs[s].line), fmt::join(cycle, " -> "));
     }
     int d = s < 0 ? -1 : depth[s];
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) depth[*it] = ++d;
@@ -125,8 +123,8 @@ Result<Cluster> BuildTree(const std::vector<SwitchSpec>& specs, std::string_view
           "{}: the tree is unbalanced: leaf switch '{}' is {} level(s) below the top but leaf "
           "switch '{}' (line {}) is {}; railyard needs every leaf switch at the same depth "
           "(add a pass-through switch above '{}')",
-          Where(source, specs[shallow].line), specs[shallow].name, depth[shallow], specs[deep].name,
-          specs[deep].line, depth[deep], specs[shallow].name);
+          base::Where(source, specs[shallow].line), specs[shallow].name, depth[shallow],
+          specs[deep].name, specs[deep].line, depth[deep], specs[shallow].name);
     }
   }
   std::vector<std::string> levels = SlurmLevelNames(depth[leaf] + 1);
@@ -171,12 +169,6 @@ std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-std::string_view TrimSpace(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
 }
 
 // "unknown key 'Switchs' (did you mean 'Switches'? allowed here: ...)".
@@ -245,8 +237,8 @@ Result<std::vector<int>> ParseSizes(std::string_view text, std::string_view wher
   size_t start = 0;
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
-    std::string_view part =
-        TrimSpace(text.substr(start, comma == text.npos ? text.npos : comma - start));
+    std::string_view part = base::StripAsciiWhitespace(
+        text.substr(start, comma == text.npos ? text.npos : comma - start));
     bool digits =
         !part.empty() && part.size() <= 9 &&
         std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -376,7 +368,7 @@ Result<Cluster> SlurmYamlImpl(const YAML::Node& root, std::string_view source,
     return InvalidArgument(
         "{}: none of the topologies ({}) is a tree or block topology; "
         "railyard imports only those",
-        Where(source, base::YamlLine(root)), fmt::join(names, ", "));
+        base::Where(source, base::YamlLine(root)), fmt::join(names, ", "));
   }
   const YAML::Node& t = root[chosen];
   FieldContext c = ctx.Index(chosen);
@@ -503,9 +495,9 @@ Result<Cluster> ParseSlurmTopologyConf(std::string_view text, std::string_view s
     std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
     ++line_no;
-    std::string where = Where(source, line_no);
+    std::string where = base::Where(source, line_no);
     if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-    line = TrimSpace(line);
+    line = base::StripAsciiWhitespace(line);
     if (line.empty()) continue;
     if (line.back() == '\\') {
       return InvalidArgument(
@@ -580,7 +572,7 @@ Result<Cluster> ParseSlurmTopologyConf(std::string_view text, std::string_view s
   if (!blocks.empty()) return BuildBlocks(blocks, std::move(sizes), source, "");
   if (sizes_line > 0) {
     return InvalidArgument("{}: BlockSizes= without any BlockName= entries",
-                           Where(source, sizes_line));
+                           base::Where(source, sizes_line));
   }
   return InvalidArgument(
       "{}: no SwitchName= or BlockName= entries (the file is empty or all "
