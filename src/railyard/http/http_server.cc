@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "railyard/base/logging.h"
+#include "railyard/base/strings.h"
 #include "railyard/http/json_body.h"
 
 namespace railyard::http {
@@ -112,17 +113,14 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
          });
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
+// HTTP's optional whitespace (RFC 9110 OWS) is space and tab only.
+std::string_view StripOws(std::string_view s) { return base::StripChars(s, " \t"); }
 
 // Whether a comma-separated header value (Connection) lists `token`.
 bool HasToken(std::string_view value, std::string_view token) {
   while (!value.empty()) {
     size_t comma = value.find(',');
-    if (EqualsIgnoreCase(Trim(value.substr(0, comma)), token)) return true;
+    if (EqualsIgnoreCase(StripOws(value.substr(0, comma)), token)) return true;
     if (comma == std::string_view::npos) break;
     value.remove_prefix(comma + 1);
   }
@@ -170,7 +168,7 @@ Status ParseHead(std::string_view head, HttpRequest* req, bool* http10) {
     std::string name(h.substr(0, colon));
     std::transform(name.begin(), name.end(), name.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    req->headers.emplace_back(std::move(name), std::string(Trim(h.substr(colon + 1))));
+    req->headers.emplace_back(std::move(name), std::string(StripOws(h.substr(colon + 1))));
   }
   return Status::Ok();
 }
