@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 namespace railyard::base {
 
 std::string_view StripLeadingChars(std::string_view s, std::string_view chars) {
@@ -32,6 +34,22 @@ std::string_view StripAsciiWhitespace(std::string_view s) {
 
 std::string Where(std::string_view source, int line) {
   return line > 0 ? fmt::format("{}:{}", source, line) : std::string(source);
+}
+
+Status SplitHostPort(std::string_view text, std::string* host, uint16_t* port) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    return InvalidArgument("'{}': expected ADDRESS:PORT, e.g. 198.18.0.2:5201", text);
+  }
+  std::string_view p = text.substr(colon + 1);
+  unsigned value = 0;
+  auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), value);
+  if (p.empty() || ec != std::errc() || ptr != p.data() + p.size() || value > 65535) {
+    return InvalidArgument("'{}': port '{}' is not a number from 0 to 65535", text, p);
+  }
+  *host = std::string(text.substr(0, colon));
+  *port = static_cast<uint16_t>(value);
+  return Status::Ok();
 }
 
 }  // namespace railyard::base

@@ -1,4 +1,5 @@
-// Small string helpers shared by every parser: whitespace stripping and "source:line" text.
+// Small string helpers shared by every parser: whitespace stripping, "source:line" text and
+// "host:port" splitting.
 //
 // Modelled on Abseil's absl/strings/ascii.h: the strip functions take and return views into
 // the caller's string (nothing is copied, so the result lives only as long as the input).
@@ -10,8 +11,11 @@
 // Thread-safety: pure functions, no shared state.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "railyard/base/status.h"
 
 namespace railyard::base {
 
@@ -30,5 +34,10 @@ std::string_view StripAsciiWhitespace(std::string_view s);
 
 // "source:line" for error messages, or just "source" when the line is unknown (line <= 0).
 std::string Where(std::string_view source, int line);
+
+// "198.18.0.2:5201" -> host and port, split at the last colon. The host must not be empty
+// and is not looked up; the port is a decimal from 0 to 65535 (callers that connect reject
+// 0 themselves). INVALID_ARGUMENT quoting `text` otherwise; outputs untouched on error.
+Status SplitHostPort(std::string_view text, std::string* host, uint16_t* port);
 
 }  // namespace railyard::base

@@ -48,5 +48,29 @@ TEST(StringsTest, WhereNamesTheLineWhenKnown) {
   EXPECT_EQ(Where("<stdin>", -1), "<stdin>");
 }
 
+TEST(StringsTest, SplitHostPort) {
+  std::string host;
+  uint16_t port = 0;
+  ASSERT_TRUE(SplitHostPort("198.18.0.2:5201", &host, &port).ok());
+  EXPECT_EQ(host, "198.18.0.2");
+  EXPECT_EQ(port, 5201);
+  ASSERT_TRUE(SplitHostPort("store-host:0", &host, &port).ok());
+  EXPECT_EQ(host, "store-host");
+  EXPECT_EQ(port, 0);
+}
+
+TEST(StringsTest, SplitHostPortRejectsWithTheText) {
+  std::string host = "kept";
+  uint16_t port = 7;
+  for (std::string_view bad : {"198.18.0.2", ":80", "h:", "h:8x", "h:-1", "h:99999", "h: 80"}) {
+    Status s = SplitHostPort(bad, &host, &port);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find(std::string(bad)), std::string::npos) << s.message();
+  }
+  EXPECT_EQ(host, "kept");
+  EXPECT_EQ(port, 7);
+}
+
 }  // namespace
 }  // namespace railyard::base

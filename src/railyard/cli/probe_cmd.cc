@@ -1,10 +1,11 @@
 // `railyard probe sink|send`: the TCP throughput probe the demo and the virtual-cluster
 // tests run on virtual hosts.
-#include <cstdio>
-
 #include <fmt/format.h>
+
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "railyard/base/strings.h"
 #include "railyard/base/units.h"
 #include "railyard/cli/cli_common.h"
 #include "railyard/vcluster/link_probe.h"
@@ -34,7 +35,7 @@ void RegisterProbeCommand(CLI::App& app, Action* action) {
   sink->callback([sf, action] {
     *action = [sf]() -> Outcome {
       vcluster::SinkOptions o;
-      if (Status s = vcluster::ParseHostPort(sf->listen, &o.address, &o.port); !s.ok()) {
+      if (Status s = base::SplitHostPort(sf->listen, &o.address, &o.port); !s.ok()) {
         return s.WithContext("--listen");
       }
       auto life = base::ParseDuration(sf->lifetime);
@@ -66,7 +67,7 @@ void RegisterProbeCommand(CLI::App& app, Action* action) {
     *action = [tf]() -> Outcome {
       std::string address;
       uint16_t port = 0;
-      if (Status s = vcluster::ParseHostPort(tf->to, &address, &port); !s.ok()) {
+      if (Status s = base::SplitHostPort(tf->to, &address, &port); !s.ok()) {
         return s.WithContext("--to");
       }
       auto t = base::ParseDuration(tf->time);

@@ -7,11 +7,11 @@
 #include <thread>
 
 #include "railyard/base/files.h"
+#include "railyard/base/strings.h"
 #include "railyard/base/units.h"
 #include "railyard/cli/cli_common.h"
 #include "railyard/http/server.h"
 #include "railyard/topo/load.h"
-#include "railyard/vcluster/link_probe.h"
 
 namespace railyard::cli {
 namespace {
@@ -47,7 +47,7 @@ Status Serve(const ServeFlags& f) {
   }
   std::string host;
   uint16_t port = 0;
-  if (Status s = vcluster::ParseHostPort(f.listen, &host, &port); !s.ok()) {
+  if (Status s = base::SplitHostPort(f.listen, &host, &port); !s.ok()) {
     return InvalidArgument(
         "--listen {}; for serve, e.g. 127.0.0.1:8888 (this host), 0.0.0.0:8888 (every IPv4 "
         "address) or [::1]:8888",

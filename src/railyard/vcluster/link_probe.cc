@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -9,12 +10,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "railyard/base/files.h"
 
@@ -81,22 +79,6 @@ void ServeConnection(UniqueFd fd, Deadline deadline) {
 }
 
 }  // namespace
-
-Status ParseHostPort(std::string_view text, std::string* address, uint16_t* port) {
-  auto colon = text.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) {
-    return InvalidArgument("'{}': expected ADDRESS:PORT, e.g. 198.18.0.2:5201", text);
-  }
-  std::string_view p = text.substr(colon + 1);
-  unsigned value = 0;
-  auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), value);
-  if (ec != std::errc() || ptr != p.data() + p.size() || value > 65535) {
-    return InvalidArgument("'{}': port '{}' is not a number from 0 to 65535", text, p);
-  }
-  *address = std::string(text.substr(0, colon));
-  *port = static_cast<uint16_t>(value);
-  return Status::Ok();
-}
 
 Status RunSink(const SinkOptions& options, const std::function<void(std::string)>& on_ready) {
   RY_ASSIGN_OR_RETURN(sockaddr_in sa, MakeAddr(options.address, options.port));

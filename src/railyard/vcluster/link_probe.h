@@ -43,7 +43,4 @@ struct SendResult {
 Result<SendResult> RunSend(const std::string& address, uint16_t port, base::Duration duration,
                            base::Deadline deadline);
 
-// "198.18.0.2:5201" -> address and port; INVALID_ARGUMENT otherwise.
-Status ParseHostPort(std::string_view text, std::string* address, uint16_t* port);
-
 }  // namespace railyard::vcluster

@@ -1,8 +1,10 @@
 #include "railyard/vcluster/link_probe.h"
 
+#include <gtest/gtest.h>
+
 #include <future>
 
-#include <gtest/gtest.h>
+#include "railyard/base/strings.h"
 
 namespace railyard::vcluster {
 namespace {
@@ -22,7 +24,7 @@ TEST(LinkProbeTest, SenderMeasuresWhatTheSinkReceived) {
   std::string where = ready.get_future().get();
   std::string addr;
   uint16_t port = 0;
-  ASSERT_TRUE(ParseHostPort(where, &addr, &port).ok());
+  ASSERT_TRUE(base::SplitHostPort(where, &addr, &port).ok());
   EXPECT_NE(port, 0);
   auto r = RunSend(addr, port, 50ms, base::Deadline::After(20s));
   sink.join();
@@ -38,18 +40,6 @@ TEST(LinkProbeTest, NoSinkIsUnavailableAndNamesTheAddress) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(r.status().message().find("127.0.0.1:1"), std::string::npos);
-}
-
-TEST(LinkProbeTest, ParseHostPort) {
-  std::string a;
-  uint16_t p = 0;
-  ASSERT_TRUE(ParseHostPort("198.18.0.2:5201", &a, &p).ok());
-  EXPECT_EQ(a, "198.18.0.2");
-  EXPECT_EQ(p, 5201);
-  EXPECT_FALSE(ParseHostPort("198.18.0.2", &a, &p).ok());
-  EXPECT_FALSE(ParseHostPort("198.18.0.2:99999", &a, &p).ok());
-  EXPECT_FALSE(ParseHostPort(":80", &a, &p).ok());
-  EXPECT_FALSE(ParseHostPort("h:8x", &a, &p).ok());
 }
 
 }  // namespace
