@@ -222,15 +222,9 @@ class FileStore final : public Store {
     return s.WithContext(fmt::format("{}: writing key '{}'", Describe(), key));
   }
 
-  Status CheckKey(std::string_view key) const {
-    if (key.size() <= kMaxStoreKeyBytes) return Status::Ok();
-    return InvalidArgument("{}: key '{}...' has {} bytes, the limit is {}", Describe(),
-                           key.substr(0, 64), key.size(), kMaxStoreKeyBytes);
-  }
+  Status CheckKey(std::string_view key) const { return CheckStoreKey(Describe(), key); }
   Status CheckValue(std::string_view key, std::string_view value) const {
-    if (value.size() <= kMaxStoreValueBytes) return Status::Ok();
-    return InvalidArgument("{}: value for key '{}' has {} bytes, the limit is {}", Describe(), key,
-                           value.size(), kMaxStoreValueBytes);
+    return CheckStoreValue(Describe(), key, value);
   }
 
   const std::string dir_;

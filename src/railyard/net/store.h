@@ -33,6 +33,11 @@ namespace railyard::net {
 inline constexpr size_t kMaxStoreKeyBytes = 1024;
 inline constexpr size_t kMaxStoreValueBytes = 16 << 20;
 
+// OK when `key` (or `value`, stored under `key`) is within its limit; otherwise
+// INVALID_ARGUMENT naming `store` (the store's Describe() text), the key and the limit.
+Status CheckStoreKey(std::string_view store, std::string_view key);
+Status CheckStoreValue(std::string_view store, std::string_view key, std::string_view value);
+
 class Store {
  public:
   virtual ~Store() = default;

@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fmt/ranges.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -25,6 +24,7 @@
 #include "railyard/base/hmac.h"
 #include "railyard/base/logging.h"
 #include "railyard/net/handshake.h"
+#include "railyard/net/internal/sockaddr.h"
 
 namespace railyard::net {
 namespace {
@@ -142,12 +142,6 @@ Status ValidateRequest(const Message& m) {
     }
   }
   return Status::Ok();
-}
-
-std::string SockaddrText(const sockaddr_in& a) {
-  char buf[INET_ADDRSTRLEN] = {};
-  ::inet_ntop(AF_INET, &a.sin_addr, buf, sizeof(buf));
-  return fmt::format("{}:{}", buf, ntohs(a.sin_port));
 }
 
 void SetNoDelay(int fd) {
@@ -334,7 +328,7 @@ void TcpStoreServerImpl::AcceptAll() {
     }
     auto c = std::make_unique<Conn>(next_id_++, secret_);
     c->fd = base::UniqueFd(fd);
-    c->peer = SockaddrText(peer);
+    c->peer = internal::SockaddrText(peer);
     SetNoDelay(fd);
     kLog.Debug("tcp store {}: client {} connected", address(), c->peer);
     if (std::optional<uint64_t> victim = pending_.Add(c->id)) {
@@ -818,15 +812,9 @@ class TcpStoreClient final : public Store {
   // How long a Wait that missed its deadline spends asking which keys are still unset.
   static constexpr auto kRecheckBound = std::chrono::milliseconds(500);
 
-  Status CheckKey(std::string_view key) const {
-    if (key.size() <= kMaxStoreKeyBytes) return Status::Ok();
-    return InvalidArgument("{}: key '{}...' has {} bytes, the limit is {}", Describe(),
-                           key.substr(0, 64), key.size(), kMaxStoreKeyBytes);
-  }
+  Status CheckKey(std::string_view key) const { return CheckStoreKey(Describe(), key); }
   Status CheckValue(std::string_view key, std::string_view value) const {
-    if (value.size() <= kMaxStoreValueBytes) return Status::Ok();
-    return InvalidArgument("{}: value for key '{}' has {} bytes, the limit is {}", Describe(), key,
-                           value.size(), kMaxStoreValueBytes);
+    return CheckStoreValue(Describe(), key, value);
   }
   Status Garbled(std::string_view op) const {
     return DataLoss("{}: malformed answer to {} (a different railyard version?)", Describe(), op);
@@ -981,39 +969,6 @@ Result<Message> TcpStoreClient::Call(const Message& request, std::string_view wh
   return reply;
 }
 
-// "host:port" or "[v6]:port" split; INVALID_ARGUMENT naming the text.
-Result<sockaddr_in> ResolveStoreAddress(std::string_view host_port) {
-  size_t colon = host_port.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) {
-    return InvalidArgument("tcp store address '{}' is not host:port", host_port);
-  }
-  std::string host(host_port.substr(0, colon));
-  std::string_view port_text = host_port.substr(colon + 1);
-  int port = 0;
-  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc() || end != port_text.data() + port_text.size() || port <= 0 ||
-      port > 65535) {
-    return InvalidArgument("tcp store address '{}': '{}' is not a port (1-65535)", host_port,
-                           port_text);
-  }
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) == 1) return addr;
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
-  if (rc != 0 || res == nullptr) {
-    return Unavailable("tcp store {}: cannot resolve host '{}': {}", host_port, host,
-                       ::gai_strerror(rc));
-  }
-  addr.sin_addr = reinterpret_cast<const sockaddr_in*>(res->ai_addr)->sin_addr;
-  ::freeaddrinfo(res);
-  return addr;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(
@@ -1066,8 +1021,10 @@ Result<std::unique_ptr<TcpStoreServer>> TcpStoreServer::Start(
 
 Result<std::unique_ptr<Store>> ConnectTcpStore(std::string_view host_port, std::string_view secret,
                                                base::Deadline deadline) {
-  RY_ASSIGN_OR_RETURN(sockaddr_in addr, ResolveStoreAddress(host_port));
-  auto client = std::make_unique<TcpStoreClient>(std::string(host_port), addr, std::string(secret));
+  Result<sockaddr_in> addr = internal::ResolveHostPort(host_port);
+  if (!addr.ok()) return addr.status().WithContext("tcp store address");
+  auto client =
+      std::make_unique<TcpStoreClient>(std::string(host_port), *addr, std::string(secret));
   // Connect now, so a wrong secret or an unreachable store shows at startup, not at the
   // first Get.
   RY_ASSIGN_OR_RETURN(base::UniqueFd fd, client->Connect(deadline));

@@ -45,6 +45,7 @@
 #include "railyard/net/buffer_pool.h"
 #include "railyard/net/handshake.h"
 #include "railyard/net/interfaces.h"
+#include "railyard/net/internal/sockaddr.h"
 #include "railyard/net/peer_directory.h"
 #include "railyard/net/spin_budget.h"
 #include "railyard/net/tcp/congestion.h"
@@ -118,26 +119,6 @@ struct FrameHeader {
   uint64_t length;  // payload bytes following this header
 };
 static_assert(sizeof(FrameHeader) == 48);
-
-std::string SockaddrText(const sockaddr_in& a) {
-  char ip[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &a.sin_addr, ip, sizeof ip);
-  return fmt::format("{}:{}", ip, ntohs(a.sin_port));
-}
-
-Result<sockaddr_in> ParseHostPort(const std::string& text) {
-  auto colon = text.rfind(':');
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  if (colon == std::string::npos ||
-      inet_pton(AF_INET, text.substr(0, colon).c_str(), &a.sin_addr) != 1) {
-    return InvalidArgument("'{}' is not an IPv4 address:port", text);
-  }
-  int port = std::atoi(text.c_str() + colon + 1);
-  if (port <= 0 || port > 65535) return InvalidArgument("'{}' has no valid port", text);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  return a;
-}
 
 void TuneSocket(int fd, size_t buffer_bytes) {
   int one = 1;
@@ -390,7 +371,7 @@ Status TcpTransport::Listen() {
   }
   socklen_t len = sizeof a;
   ::getsockname(listen_fd_.get(), reinterpret_cast<sockaddr*>(&a), &len);
-  listen_address_ = SockaddrText(a);
+  listen_address_ = internal::SockaddrText(a);
   listen_addr_ = a;
   epoll_fd_.Reset(::epoll_create1(EPOLL_CLOEXEC));
   wake_fd_.Reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
@@ -417,7 +398,7 @@ Status TcpTransport::Start(base::Deadline deadline) {
     peers_[r].info.job_rank = JobRankOf(opt_, r);
     peers_[r].out = std::vector<OutStream>(opt_.streams_per_peer);
     if (r == opt_.rank) continue;
-    auto addr = ParseHostPort(all[r].address);
+    auto addr = internal::ParseIpv4HostPort(all[r].address);
     if (!addr.ok()) {
       return addr.status().WithContext(
           fmt::format("tcp transport: address published by {}", DescribePeer(all[r])));
@@ -729,7 +710,7 @@ void TcpTransport::Accept() {
     if (fd < 0) return;  // EAGAIN, or a transient error: the listener stays armed
     auto in = std::make_unique<InStream>();
     in->fd.Reset(fd);
-    in->remote = SockaddrText(a);
+    in->remote = internal::SockaddrText(a);
     in->handshake.emplace(kTcpHandshake, opt_.secret);
     TuneSocket(fd, opt_.socket_buffer_bytes);
     in->rx.reset(new char[kRxBufferBytes]);
