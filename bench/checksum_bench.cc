@@ -1,15 +1,15 @@
 // Micro-benchmarks of base/ primitives on the checkpoint hot path: XXH3 over buffers of
 // checkpoint-extent sizes, and the atomic file commit. Run: build/bench/railyard_base_bench
+#include <benchmark/benchmark.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <string>
 #include <vector>
 
-#include <benchmark/benchmark.h>
-
 #include "railyard/base/checksum.h"
 #include "railyard/base/files.h"
+#include "railyard/base/temp_dir_testing.h"
 
 namespace {
 
@@ -21,18 +21,16 @@ void BM_Xxh3(benchmark::State& state) {
 BENCHMARK(BM_Xxh3)->Arg(4 << 10)->Arg(1 << 20)->Arg(64 << 20);
 
 void BM_WriteFileAtomic(benchmark::State& state) {
-  char tmpl[] = "/tmp/railyard-bench-XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) {
-    state.SkipWithError("mkdtemp failed");
+  railyard::base::ScopedTempDir dir("bench");
+  if (dir.path().empty()) {
+    state.SkipWithError("cannot create a temporary directory");
     return;
   }
-  const std::string path = std::string(tmpl) + "/manifest.json";
+  const std::string path = dir.Sub("manifest.json");
   const std::string data(static_cast<size_t>(state.range(0)), 'm');
   for (auto _ : state) {
     if (!railyard::base::WriteFileAtomic(path, data).ok()) state.SkipWithError("write failed");
   }
-  ::unlink(path.c_str());
-  ::rmdir(tmpl);
 }
 BENCHMARK(BM_WriteFileAtomic)->Arg(4 << 10)->Unit(benchmark::kMicrosecond);
 

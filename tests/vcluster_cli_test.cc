@@ -4,20 +4,15 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.h"
+#include "railyard/base/temp_dir_testing.h"
 
 namespace railyard::testing {
 namespace {
 
 class VclusterCliTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = MakeTempDir("cli");
-    ASSERT_FALSE(dir_.empty());
-  }
-  void TearDown() override {
-    RunRailyard(Vc({"down"}));
-    std::filesystem::remove_all(dir_);
-  }
+  void SetUp() override { ASSERT_FALSE(dir_.empty()); }
+  void TearDown() override { RunRailyard(Vc({"down"})); }
   // vcluster SUB --prefix rylo --state-dir DIR ARGS...
   std::vector<std::string> Vc(std::vector<std::string> args) {
     std::vector<std::string> v = {"vcluster", args[0], "--prefix", "rylo", "--state-dir", dir_};
@@ -31,7 +26,8 @@ class VclusterCliTest : public ::testing::Test {
     EXPECT_LE(CountLines(r.err), 2) << r.err;  // the error, at most a usage hint
     EXPECT_FALSE(std::filesystem::exists(dir_ + "/vcluster-rylo.json"));
   }
-  std::string dir_;
+  base::ScopedTempDir tmp_{"cli"};
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(VclusterCliTest, BadUpArgumentsAreRejectedBeforeAnythingIsBuilt) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.h"
+#include "railyard/base/temp_dir_testing.h"
 
 namespace railyard::testing {
 namespace {
@@ -61,7 +62,6 @@ class VclusterNetnsTest : public ::testing::Test {
     // A prefix per test, so ctest -j can run this file beside others.
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     prefix_ = "yn" + std::to_string(std::hash<std::string>{}(info->name()) % 1000);
-    dir_ = MakeTempDir("netns");
     ASSERT_FALSE(dir_.empty());
     // A previous crashed run of this very test may have left its cluster.
     RunRailyard(Vc({"down"}));
@@ -71,7 +71,6 @@ class VclusterNetnsTest : public ::testing::Test {
     CliResult down = RunRailyard(Vc({"down"}));
     EXPECT_EQ(down.exit_code, 0) << down.err;
     EXPECT_EQ(Leftovers(prefix_), std::vector<std::string>{});
-    std::filesystem::remove_all(dir_);
   }
   std::vector<std::string> Vc(std::vector<std::string> args) {
     std::vector<std::string> v = {"vcluster", args[0], "--prefix", prefix_, "--state-dir", dir_};
@@ -100,7 +99,8 @@ class VclusterNetnsTest : public ::testing::Test {
   }
 
   std::string prefix_;
-  std::string dir_;
+  base::ScopedTempDir tmp_{"netns"};
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(VclusterNetnsTest, UpEightHostsThenDownLeavesNoTrace) {

@@ -2,6 +2,7 @@
 // and prefix-based `down` without root. The real thing is tested in tests/vcluster_*.
 #include "railyard/vcluster/vcluster.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,9 +10,8 @@
 #include <map>
 #include <set>
 
-#include <gtest/gtest.h>
-
 #include "railyard/base/files.h"
+#include "railyard/base/temp_dir_testing.h"
 
 namespace railyard::vcluster {
 namespace {
@@ -85,18 +85,16 @@ class SimulatedIp final : public CommandRunner {
 class VirtualClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/railyard-vc-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_FALSE(dir_.empty());
     spec_.prefix = "ryt";
     spec_.hosts = 4;
     spec_.leaves = 2;
     spec_.leaf_rate_bits = 1'000'000'000;
     spec_.spine_rate_bits = 500'000'000;
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  std::string dir_;
+  base::ScopedTempDir tmp_{"vc-test"};
+  const std::string dir_ = tmp_.path();
   ClusterSpec spec_;
   SimulatedIp ip_;
 };
