@@ -1,8 +1,10 @@
 // `railyard data pack`: many small training samples -> large shard files with an index.
 #include <cstdio>
+#include <memory>
 
 #include <fmt/format.h>
 
+#include "railyard/base/progress.h"
 #include "railyard/base/units.h"
 #include "railyard/cli/cli_common.h"
 #include "railyard/storage/data_pack.h"
@@ -53,9 +55,14 @@ void RegisterDataCommand(CLI::App& app, Action* action) {
       if (!shard.ok()) return shard.status().WithContext("--shard-size");
       po.shard_bytes = *shard;
       po.overwrite = f->overwrite;
-      po.progress = [](uint64_t done, uint64_t total) {
-        fmt::print(stderr, "\r  packed {}/{} samples", done, total);
-        if (done == total) fmt::print(stderr, "\n");
+      // A terminal sees one line redrawn; a log gets a line per tenth of the work.
+      auto progress = std::make_shared<base::Progress>(stderr);
+      po.progress = [progress](uint64_t done, uint64_t total) {
+        progress->Update(done, total, fmt::format("  packed {}/{} samples", done, total));
+        if (done == total) {
+          // Keep the last count on screen: a terminal line ends with a newline, not cleared.
+          if (progress->terminal()) fmt::print(stderr, "\n");
+        }
       };
       Result<storage::PackStats> st = Internal("no input chosen");
       if (!f->from.empty()) {
