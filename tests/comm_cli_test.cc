@@ -1,11 +1,13 @@
 // `railyard bench comm` from the command line: a real multi-process run with checked JSON, a
-// wrong timed result that fails the run naming its row, and one clear line with exit code 2
-// for each kind of bad input.
+// table that awk reads as it reads nccl-tests output, a wrong timed result that fails the run
+// naming its row, and one clear line with exit code 2 for each kind of bad input.
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli_harness.h"
 #include "railyard/net/select.h"
@@ -27,6 +29,9 @@ TEST(BenchCommCli, JsonRowsFromThreeRankProcesses) {
         EXPECT_TRUE(row.contains(key)) << key << " in " << row.dump();
       }
       EXPECT_EQ(row["wrong"], 0) << row.dump();
+      ASSERT_TRUE(row["in_place"].is_object()) << row.dump();
+      EXPECT_EQ(row["in_place"]["wrong"], 0) << row.dump();
+      EXPECT_GT(row["in_place"]["checked"], 0) << row.dump();
       EXPECT_EQ(row["count"].get<uint64_t>() * 4, row["size_bytes"].get<uint64_t>());
       // busbw = algbw * 2(n-1)/n for allreduce.
       EXPECT_NEAR(row["busbw_gbps"].get<double>(), row["algbw_gbps"].get<double>() * 4.0 / 3.0,
@@ -39,7 +44,9 @@ TEST(BenchCommCli, JsonRowsFromThreeRankProcesses) {
 // Rank 1 inverts its result of timed iteration 2 (of 5) in the 8 KiB row, through the
 // test-only fault RAILYARD_BENCH_CORRUPT_FOR_TEST: neither the untimed check nor the final
 // full one can see it, the sampled check does. Every row is still printed, only that row
-// counts wrong values (all 18 sampled positions), and the command exits 1 naming it.
+// counts wrong values (all 18 sampled positions, in each variant), and the command exits 1
+// naming it; the table's "Out of bounds values" counts rank 1 once per variant, as
+// nccl-tests counts ranks whose check failed.
 TEST(BenchCommCli, WrongTimedResultFailsTheRunAndNamesTheRow) {
   for (bool json : {true, false}) {
     std::vector<std::string> args = {"bench",       "comm", "--ranks",  "2",
@@ -48,7 +55,8 @@ TEST(BenchCommCli, WrongTimedResultFailsTheRunAndNamesTheRow) {
     if (json) args.push_back("--json");
     auto r = RunRailyard(args, {{"RAILYARD_BENCH_CORRUPT_FOR_TEST", "1:8192:2"}});
     EXPECT_EQ(r.exit_code, 1) << r.err;
-    EXPECT_NE(r.err.find("wrong values in 1 of 3 rows: allreduce 8192 B (f32 sum): 18 of"),
+    EXPECT_NE(r.err.find("wrong values in 1 of 3 rows: allreduce 8192 B (f32 sum) out-of-place: "
+                         "18 of"),
               std::string::npos)
         << r.err;
     EXPECT_EQ(r.err.find("4096 B"), std::string::npos) << r.err;
@@ -61,8 +69,12 @@ TEST(BenchCommCli, WrongTimedResultFailsTheRunAndNamesTheRow) {
       EXPECT_EQ(j[2]["wrong"], 0) << r.out;
       // Both ranks: the untimed and the last iteration in full, 4 sampled ones at 18 each.
       EXPECT_EQ(j[1]["checked"], 2 * (2 * 2048 + 4 * 18)) << r.out;
+      // In place: untimed iterations before and after in full, all 5 timed ones sampled.
+      EXPECT_EQ(j[1]["in_place"]["wrong"], 18) << r.out;
+      EXPECT_EQ(j[1]["in_place"]["checked"], 2 * (2 * 2048 + 5 * 18)) << r.out;
+      EXPECT_EQ(j[0]["in_place"]["wrong"], 0) << r.out;
     } else {
-      EXPECT_NE(r.out.find("Out of bounds values : 18 FAILED"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("Out of bounds values : 2 FAILED"), std::string::npos) << r.out;
     }
   }
   // Without the fault the same run passes.
@@ -143,13 +155,48 @@ TEST(BenchCommCli, LauncherKillsAStoppedRankAfterTheOthersFailed) {
   EXPECT_NE(e->stderr_text.find("is unresponsive"), std::string::npos) << e->stderr_text;
 }
 
-TEST(BenchCommCli, TableHasNcclTestsColumns) {
+// Runs awk `program` over `text` (through a temporary file) and returns its output.
+std::string Awk(const std::string& program, const std::string& text) {
+  std::string dir = MakeTempDir("awk");
+  std::string path = dir + "/table.txt";
+  std::ofstream(path) << text;
+  auto r = base::RunCommand({.argv = {"awk", program, path}},
+                            base::Deadline::After(std::chrono::seconds(30)));
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(r.ok() && r->exit_code == 0) << program;
+  return r.ok() ? r->stdout_text : "";
+}
+
+// The scripts people run over nccl-tests output pick the data lines with $1 ~ /^[0-9]+$/ and
+// read columns by position ($8 out-of-place busbw, $12 in place). They read Railyard's table
+// the same way as testdata/nccl_tests_all_gather_perf_8gpu.txt (written in nccl-tests 2.19.6's
+// layout, src/railyard/comm/bench_test.cc checks it line for line): 13 fields, allgather's
+// size the whole gathered buffer and its count one rank's block, type float, redop none,
+// root -1, busbw a positive figure and #wrong 0 in both variants.
+TEST(BenchCommCli, AwkReadsTheTableLikeNcclTestsOutput) {
+  const std::string sample_path = std::filesystem::path(__FILE__).parent_path().parent_path() /
+                                  "src/railyard/comm/testdata/nccl_tests_all_gather_perf_8gpu.txt";
+  std::ifstream in(sample_path);
+  ASSERT_TRUE(in.good()) << sample_path;
+  std::stringstream sample;
+  sample << in.rdbuf();
+  const std::string kColumns =
+      R"($1 ~ /^[0-9]+$/ { print NF, $1, $2, $3, $4, $5, ($8 + 0 > 0), $9, ($12 + 0 > 0), $13 })";
+  std::string from_sample = Awk(kColumns, sample.str());
+  EXPECT_NE(from_sample.find("13 16384 512 float none -1 1 0 1 0\n"), std::string::npos)
+      << from_sample;
+
   auto r = RunRailyard({"bench", "comm", "--ranks", "2", "--transport", "tcp", "--op", "allgather",
-                        "--sizes", "8KiB", "--iters", "2"});
+                        "--sizes", "8KiB,64KiB", "--iters", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("#wrong"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("busbw"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("Out of bounds values : 0 OK"), std::string::npos) << r.out;
+  EXPECT_EQ(Awk(kColumns, r.out),
+            "13 8192 1024 float none -1 1 0 1 0\n"
+            "13 65536 8192 float none -1 1 0 1 0\n")
+      << r.out;
+  EXPECT_NE(r.out.find("# Out of bounds values : 0 OK\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# Avg bus bandwidth    : "), std::string::npos) << r.out;
+  // Every other line is a comment.
+  EXPECT_EQ(Awk(R"($1 !~ /^[0-9]+$/ && $1 !~ /^#/ { print })", r.out), "") << r.out;
 }
 
 void ExpectBadInput(std::vector<std::string> args, const std::string& mention,

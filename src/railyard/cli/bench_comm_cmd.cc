@@ -1,5 +1,6 @@
 // `railyard bench comm`: starts N rank processes (on this host, or one per virtual host
-// with --vcluster), each running comm::RunCommBench, and prints nccl-tests-style rows.
+// with --vcluster), each running comm::RunCommBench, and prints its rows in nccl-tests'
+// layout (comm/bench.h), so that scripts written for nccl-tests' output read them.
 //
 // The launcher generates the job secret, picks the store address, and passes everything
 // to the ranks through the environment (comm/bootstrap.h); the ranks are this same binary
@@ -162,11 +163,15 @@ Result<std::string> ChooseTransport(const CommFlags& f, int local_hosts) {
 
 std::string Title(const CommFlags& f, const std::string& transport, int ranks) {
   return fmt::format(
-      "railyard bench comm: {} {} {}, {} ranks{}, transport {}, {} iterations "
+      "railyard bench comm: {} {}{}, {} ranks{}, transport {}, {} iterations "
       "({} warm-up), sizes {}",
-      f.op, f.type, f.redop, ranks, f.use_vcluster ? " (one per virtual host)" : "", transport,
-      f.iters, f.warmup, f.sizes);
+      f.op, f.type, f.op == "allreduce" || f.op == "reduce_scatter" ? " " + f.redop : std::string(),
+      ranks, f.use_vcluster ? " (one per virtual host)" : "", transport, f.iters, f.warmup,
+      f.sizes);
 }
+
+// Where nccl-tests names its binary (all_reduce_perf) in the '#' lines.
+constexpr std::string_view kProgram = "railyard bench comm";
 
 // One rank: bootstrap from the environment, run, rank 0 prints.
 Outcome RunWorker(const CommFlags& f) {
@@ -197,7 +202,8 @@ Outcome RunWorker(const CommFlags& f) {
       fmt::print("# timing {} bytes\n", size);
       std::fflush(stdout);
     };
-    fmt::print("# {}\n", Title(shown, b.transport, c.size()));
+    fmt::print("# {}\n# Collective test starting: {}\n", Title(shown, b.transport, c.size()),
+               kProgram);
     std::fflush(stdout);
   }
   auto rows = comm::RunCommBench(c, o);
@@ -206,8 +212,7 @@ Outcome RunWorker(const CommFlags& f) {
     if (f.json) {
       fmt::print("{}", comm::CommBenchJson(*rows));
     } else {
-      std::string table = comm::FormatCommBenchTable(*rows, "results");
-      fmt::print("{}", table.substr(table.find('\n') + 1));
+      fmt::print("{}", comm::FormatCommBenchTable(*rows, kProgram));
     }
     std::fflush(stdout);
   }
@@ -455,7 +460,10 @@ void RegisterBenchCommCommand(CLI::App* bench, Action* action) {
       ->capture_default_str();
   c->add_option("--op", f->op, "allreduce, allgather, reduce_scatter, broadcast or alltoall")
       ->capture_default_str();
-  c->add_option("--type", f->type, "f32, f64, f16, bf16, i32, i64, u8")->capture_default_str();
+  c->add_option("--type", f->type,
+                "f32, f64, f16, bf16, i32, i64, u8, or nccl-tests' names float, double, half, "
+                "bfloat16, int32, int64, uint8 (the table prints these)")
+      ->capture_default_str();
   c->add_option("--redop", f->redop, "sum, prod, min, max, avg")->capture_default_str();
   c->add_option("--sizes", f->sizes,
                 "bytes of one rank's buffer: MIN:MAX (doubling), a comma "
@@ -483,8 +491,9 @@ void RegisterBenchCommCommand(CLI::App* bench, Action* action) {
       ->capture_default_str();
   c->add_flag("--check", f->check, "ranks compare operation, type and count before each call");
   c->add_flag("--json", f->json,
-              "print the rows as a JSON array (size_bytes, count, type, "
-              "time_us, algbw_gbps, busbw_gbps, wrong, checked)");
+              "print the rows as a JSON array (size_bytes, count, type, time_us, algbw_gbps, "
+              "busbw_gbps, wrong, checked of the out-of-place variant; in_place: the same "
+              "five, or null for alltoall)");
   c->add_option("--vcluster", f->vcluster_prefix,
                 "one rank per host of this virtual cluster "
                 "(its prefix; see `railyard vcluster up`)");
@@ -509,10 +518,13 @@ void RegisterBenchCommCommand(CLI::App* bench, Action* action) {
       "RAILYARD_TCP_CC (tcp congestion control: auto, system or a name; auto uses cubic\n"
       "between ranks of one kernel); all but RAILYARD_OFI_DOMAIN are checked before any\n"
       "rank starts.\n"
-      "Columns follow nccl-tests: busbw = algbw x 2(n-1)/n for allreduce, (n-1)/n for\n"
-      "allgather, reduce_scatter and alltoall, 1 for broadcast. Every timed iteration's result\n"
-      "is checked (sampled positions; the last in full); a row with wrong values makes the\n"
-      "command exit 1 naming the row, after printing every row. Docs: docs/comm.md\n");
+      "The table is nccl-tests' (2.19.6): size, count, type, redop, root, then time, algbw,\n"
+      "busbw and #wrong out-of-place and in-place (N/A: alltoall has no in-place form);\n"
+      "Railyard's own lines start with '#'. busbw = algbw x 2(n-1)/n for allreduce, (n-1)/n\n"
+      "for allgather, reduce_scatter and alltoall, 1 for broadcast. Every timed iteration's\n"
+      "result is checked (sampled positions; untimed iterations in full); a row with wrong\n"
+      "values makes the command exit 1 naming the row, after printing every row.\n"
+      "Docs: docs/comm.md\n");
   c->callback([f, c, action] {
     f->use_vcluster = c->count("--vcluster") > 0;
     f->transport_given = c->count("--transport") > 0;
