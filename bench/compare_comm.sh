@@ -24,7 +24,10 @@
 # checked iteration, warm-up, barrier, timed iterations each checked at sampled positions and
 # the last in full (docs/comm.md, "Checking"); time = slowest rank's mean; busbw =
 # size/time x 2(n-1)/n) by bench/compare/{mpi,gloo}_allreduce.cc, built here into a temp dir:
-#   ry_tcp, ry_shm (ry_ofi with --ofi)   railyard bench comm --transport ...
+#   ry_tcp, ry_shm (ry_ofi with --ofi)   railyard bench comm --transport ... --json; its
+#                                        top-level keys are the out-of-place variant, the one
+#                                        read here (its in-place one, "in_place", is not; a
+#                                        wrong value there fails railyard's run, so this one)
 #   mpi_tcp_default, mpi_tcp_ring        OpenMPI, pml ob1, btl tcp,self on lo; default
 #                                        algorithm, and ring forced (coll_tuned algorithm 4)
 #   mpi_sm                               OpenMPI, pml ob1, btl vader,self
