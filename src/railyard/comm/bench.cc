@@ -614,7 +614,7 @@ std::string FormatCommBenchTable(const std::vector<CommBenchRow>& rows, std::str
   const bool any_in_place =
       std::any_of(rows.begin(), rows.end(), [](const CommBenchRow& r) { return r.in_place; });
   out += fmt::format(
-      "# railyard checks     : out-of-place {} of {} values wrong, in-place {} (every timed "
+      "# railyard checks      : out-of-place {} of {} values wrong, in-place {} (every timed "
       "iteration sampled, untimed ones in full; docs/comm.md)\n",
       wrong[0], checked[0],
       any_in_place ? fmt::format("{} of {}", wrong[1], checked[1]) : std::string("not run"));
