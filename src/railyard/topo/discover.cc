@@ -31,6 +31,8 @@
 #ifdef RAILYARD_WITH_OFI
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
+
+#include "railyard/base/fabric_library.h"
 #endif
 
 namespace railyard::topo {
@@ -537,55 +539,10 @@ struct FabricProbe {
   std::string error;
 };
 
-// libfabric is loaded at run time, not linked: loading it runs every provider library's
-// constructors, and libinfinipath's (the PSM provider's) polls with usleep for ~0.2 s, a cost
-// every `railyard` invocation would otherwise pay. Only `discover` (and later the ofi
-// transport) needs it.
-struct FabricApi {
-  void* handle = nullptr;
-  fi_info* (*dupinfo)(const fi_info*) = nullptr;
-  int (*getinfo)(uint32_t, const char*, const char*, uint64_t, const fi_info*, fi_info**) =
-      nullptr;
-  void (*freeinfo)(fi_info*) = nullptr;
-  const char* (*strerror)(int) = nullptr;
-  uint32_t (*version)() = nullptr;
-};
-
-// nullptr (with the reason in *why) when libfabric cannot be loaded.
-const FabricApi* LoadFabric(std::string* why) {
-  static FabricApi api;
-  static std::string error;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* h = ::dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) {
-      const char* e = ::dlerror();
-      error = fmt::format("libfabric.so.1 not loadable ({})", e ? e : "unknown");
-      return;
-    }
-    api.dupinfo = reinterpret_cast<decltype(api.dupinfo)>(::dlsym(h, "fi_dupinfo"));
-    api.getinfo = reinterpret_cast<decltype(api.getinfo)>(::dlsym(h, "fi_getinfo"));
-    api.freeinfo = reinterpret_cast<decltype(api.freeinfo)>(::dlsym(h, "fi_freeinfo"));
-    api.strerror = reinterpret_cast<decltype(api.strerror)>(::dlsym(h, "fi_strerror"));
-    api.version = reinterpret_cast<decltype(api.version)>(::dlsym(h, "fi_version"));
-    if (!api.dupinfo || !api.getinfo || !api.freeinfo || !api.strerror || !api.version) {
-      error = "libfabric.so.1 lacks fi_getinfo/fi_dupinfo/fi_freeinfo/fi_strerror/fi_version";
-      ::dlclose(h);
-      return;
-    }
-    api.handle = h;
-  });
-  if (api.handle == nullptr) {
-    *why = error;
-    return nullptr;
-  }
-  return &api;
-}
-
-void RunFabricProbe(const FabricApi& api, FabricProbe& probe) {
+void RunFabricProbe(const base::FabricLibrary& fi, FabricProbe& probe) {
   std::vector<std::string> providers;
   std::string error;
-  fi_info* hints = api.dupinfo(nullptr);  // what fi_allocinfo() does
+  fi_info* hints = fi.AllocInfo();
   if (hints == nullptr) {
     error = "fi_allocinfo failed";
   } else {
@@ -594,8 +551,8 @@ void RunFabricProbe(const FabricApi& api, FabricProbe& probe) {
     // What Railyard's transport handles; offering no mr_mode bits would hide verbs and efa.
     hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
     fi_info* info = nullptr;
-    int rc = api.getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), nullptr, nullptr, 0,
-                         hints, &info);
+    int rc = fi.getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), nullptr, nullptr, 0, hints,
+                        &info);
     if (rc == 0) {
       // One entry per interface and address format: keep each provider once, in rank order.
       for (fi_info* i = info; i != nullptr; i = i->next) {
@@ -605,11 +562,11 @@ void RunFabricProbe(const FabricApi& api, FabricProbe& probe) {
           providers.push_back(std::move(name));
         }
       }
-      api.freeinfo(info);
+      fi.freeinfo(info);
     } else if (rc != -FI_ENODATA) {
-      error = fmt::format("fi_getinfo: {} ({})", api.strerror(-rc), rc);
+      error = "fi_getinfo: " + fi.Error(rc);
     }
-    api.freeinfo(hints);
+    fi.freeinfo(hints);
   }
   std::lock_guard<std::mutex> lock(probe.mu);
   probe.providers = std::move(providers);
@@ -619,13 +576,13 @@ void RunFabricProbe(const FabricApi& api, FabricProbe& probe) {
 }
 
 void DiscoverFabric(const DiscoverOptions& options, Discovery& d) {
-  std::string why;
-  const FabricApi* api = LoadFabric(&why);
-  if (api == nullptr) {
+  Result<const base::FabricLibrary*> loaded = base::LoadFabricLibrary();
+  if (!loaded.ok()) {
     d.sources.fabric = "unavailable";
-    d.notes.push_back("libfabric: " + why + "; no fabric providers listed");
+    d.notes.push_back("libfabric: " + loaded.status().message() + "; no fabric providers listed");
     return;
   }
+  const base::FabricLibrary* api = *loaded;
   uint32_t v = api->version();
   d.sources.fabric = fmt::format("libfabric {}.{}", FI_MAJOR(v), FI_MINOR(v));
   auto probe = std::make_shared<FabricProbe>();

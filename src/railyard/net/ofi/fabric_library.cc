@@ -1,20 +1,12 @@
 #include "railyard/net/ofi/fabric_library.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
-#include <fmt/format.h>
 
 #include <mutex>
 
 namespace railyard::net {
 
-std::string FabricLibrary::Error(int rc) const {
-  return fmt::format("{} ({})", strerror(rc < 0 ? -rc : rc), rc);
-}
-
-Result<const FabricLibrary*> LoadFabricLibrary() {
-  static FabricLibrary library;
-  static std::string error;
+Result<const FabricLibrary*> LoadFabricForTransport() {
   static std::once_flag once;
   std::call_once(once, [] {
     // RxM posts FI_OFI_RXM_MSG_RX_SIZE receive buffers of FI_OFI_RXM_BUFFER_SIZE (16 KiB)
@@ -24,32 +16,8 @@ Result<const FabricLibrary*> LoadFabricLibrary() {
     // or better (docs/comm.md). Read by the providers when libfabric initialises, so it is
     // set here, once, before loading it; a value the user set wins.
     ::setenv("FI_OFI_RXM_MSG_RX_SIZE", "32", /*overwrite=*/0);
-    // Never closed: providers register atexit handlers and threads that outlive any owner.
-    void* handle = ::dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-      const char* why = ::dlerror();
-      error = fmt::format("libfabric.so.1 is not loadable ({}); install libfabric1",
-                          why != nullptr ? why : "unknown reason");
-      return;
-    }
-    FabricLibrary l;
-    l.getinfo = reinterpret_cast<decltype(l.getinfo)>(::dlsym(handle, "fi_getinfo"));
-    l.freeinfo = reinterpret_cast<decltype(l.freeinfo)>(::dlsym(handle, "fi_freeinfo"));
-    l.dupinfo = reinterpret_cast<decltype(l.dupinfo)>(::dlsym(handle, "fi_dupinfo"));
-    l.fabric = reinterpret_cast<decltype(l.fabric)>(::dlsym(handle, "fi_fabric"));
-    l.strerror = reinterpret_cast<decltype(l.strerror)>(::dlsym(handle, "fi_strerror"));
-    l.version = reinterpret_cast<decltype(l.version)>(::dlsym(handle, "fi_version"));
-    if (!l.getinfo || !l.freeinfo || !l.dupinfo || !l.fabric || !l.strerror || !l.version) {
-      error =
-          "libfabric.so.1 lacks one of fi_getinfo, fi_freeinfo, fi_dupinfo, fi_fabric, "
-          "fi_strerror, fi_version";
-      ::dlclose(handle);
-      return;
-    }
-    library = l;
   });
-  if (library.getinfo == nullptr) return FailedPrecondition("{}", error);
-  return &library;
+  return base::LoadFabricLibrary();
 }
 
 }  // namespace railyard::net

@@ -1265,7 +1265,7 @@ fi_info* Hints(const FabricLibrary& fi, const std::string& provider, bool rma) {
 }  // namespace
 
 Result<std::vector<std::string>> ListOfiProviders() {
-  RY_ASSIGN_OR_RETURN(const FabricLibrary* fi, LoadFabricLibrary());
+  RY_ASSIGN_OR_RETURN(const FabricLibrary* fi, LoadFabricForTransport());
   fi_info* hints = Hints(*fi, "", false);
   if (hints == nullptr) return ResourceExhausted("fi_allocinfo failed");
   fi_info* info = nullptr;
@@ -1289,7 +1289,7 @@ Result<std::unique_ptr<Transport>> NewOfiTransport(const TransportOptions& optio
                            options.size);
   }
   if (ofi.provider.empty()) return InvalidArgument("ofi transport: no provider named");
-  RY_ASSIGN_OR_RETURN(const FabricLibrary* fi, LoadFabricLibrary());
+  RY_ASSIGN_OR_RETURN(const FabricLibrary* fi, LoadFabricForTransport());
   fi_info* info = nullptr;
   int rc = -FI_ENODATA;
   for (bool rma : {true, false}) {  // RMA when the provider has it
