@@ -8,10 +8,11 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cctype>
 #include <cerrno>
 #include <filesystem>
 #include <string>
+
+#include "railyard/base/strings.h"
 
 namespace railyard::base {
 namespace {
@@ -52,10 +53,7 @@ Result<std::string> ReadFile(const std::string& path) {
 std::optional<std::string> ReadTrimmedFile(const std::string& path) {
   Result<std::string> text = ReadFile(path);
   if (!text.ok()) return std::nullopt;
-  std::string_view v = *text;
-  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
-  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
-  return std::string(v);
+  return std::string(StripAsciiWhitespace(*text));
 }
 
 Status WriteAll(int fd, std::string_view data, std::string_view what) {
