@@ -10,6 +10,7 @@
 
 #include "railyard/base/config.h"
 #include "railyard/base/files.h"
+#include "railyard/base/strings.h"
 #include "railyard/topo/aws_format.h"
 #include "railyard/topo/slurm_format.h"
 #include "railyard/topo/yaml_format.h"
@@ -82,9 +83,7 @@ bool LooksLikeSlurmConf(std::string_view text) {
     if (end == std::string_view::npos) end = text.size();
     std::string_view line = text.substr(pos, end - pos);
     pos = end + 1;
-    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front()))) {
-      line.remove_prefix(1);
-    }
+    line = base::StripLeadingAsciiWhitespace(line);
     std::string head;
     for (char c : line.substr(0, 12)) {
       head += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "railyard/base/config.h"
+#include "railyard/base/strings.h"
 #include "railyard/base/units.h"
 #include "railyard/topo/hostlist.h"
 #include "railyard/topo/internal/yaml_quote.h"
@@ -66,9 +67,8 @@ Result<std::vector<int>> ParseCpuList(const YAML::Node& at, std::string_view tex
   };
   while (start <= text.size()) {
     size_t comma = text.find(',', start);
-    std::string_view part = text.substr(start, comma == text.npos ? text.npos : comma - start);
-    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
-    while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
+    std::string_view part =
+        base::StripChars(text.substr(start, comma == text.npos ? text.npos : comma - start), " ");
     if (part.empty()) return fail("empty entry");
     size_t dash = part.find('-');
     int64_t lo = 0, hi = 0;
