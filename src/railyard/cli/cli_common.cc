@@ -1,13 +1,13 @@
 // Helpers shared by the subcommands.
 #include "railyard/cli/cli_common.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
 
-#include <fmt/format.h>
-
 #include "railyard/base/files.h"
+#include "railyard/base/strings.h"
 #include "railyard/topo/hostlist.h"
 
 namespace railyard::cli {
@@ -43,7 +43,7 @@ Result<std::vector<std::string>> ReadHostsArg(const std::string& flag, const std
     std::string line = text.substr(pos, end - pos);
     pos = end + 1;
     ++line_no;
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+    line.resize(base::StripTrailingChars(line, " \r").size());
     if (line.empty() || line[0] == '#') continue;
     auto names = topo::ExpandHostlist(line);
     if (!names.ok()) {

@@ -31,9 +31,7 @@ struct ServeFlags {
 Result<std::string> ReadToken(const std::string& path) {
   auto text = base::ReadFile(path);
   if (!text.ok()) return text.status().WithContext("--token-file");
-  std::string_view t = *text;
-  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
-  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.remove_suffix(1);
+  std::string_view t = base::StripAsciiWhitespace(*text);
   if (t.empty()) return InvalidArgument("--token-file {}: the file is empty", path);
   if (t.find_first_of(" \t\r\n") != std::string_view::npos) {
     return InvalidArgument("--token-file {}: the token must be one word (no whitespace)", path);
