@@ -140,9 +140,11 @@ class Communicator {
   Status Allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
                    CollectiveOptions options = {});
   // `send` holds size() blocks of `recv_count`; rank r receives the reduction of block r.
+  // In place (as in NCCL): `recv` == `send` + rank() * recv_count.
   Status ReduceScatter(const void* send, void* recv, size_t recv_count, DataType type,
                        ReduceOp op, CollectiveOptions options = {});
   // Every rank's `send_count` elements, concatenated by rank, into every rank's `recv`.
+  // In place (as in NCCL): `send` == `recv` + rank() * send_count.
   Status Allgather(const void* send, void* recv, size_t send_count, DataType type,
                    CollectiveOptions options = {});
   // Block j of `send` (count elements) goes to rank j; block i of `recv` comes from rank i.
