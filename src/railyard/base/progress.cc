@@ -19,8 +19,11 @@ void Progress::Update(size_t done, size_t total, std::string_view text) {
     return;
   }
   const bool last = total == 0 || done >= total;
+  // Short work (a 12-pair bandwidth matrix) logs every step: each line is news, and a tenth
+  // of it would round some steps away.
+  const bool every = total <= kEveryStepUpTo;
   const int tenth = total == 0 ? 10 : static_cast<int>(std::min<size_t>(done * 10 / total, 10));
-  if (last ? logged_last_ : tenth <= last_tenth_) return;
+  if (last ? logged_last_ : (!every && tenth <= last_tenth_)) return;
   last_tenth_ = tenth;
   logged_last_ = last;
   std::fprintf(out_, "%.*s\n", static_cast<int>(text.size()), text.data());

@@ -3,8 +3,8 @@
 // On a terminal each Update() redraws the line in place (carriage return), and Done()
 // clears it. Anywhere else (a pipe, a file, a CI log) carriage returns would pile every
 // update into one unreadable line, so updates become whole lines instead, at most one per
-// tenth of the work plus the last one: a 10-million-sample pack logs ten lines, not ten
-// million.
+// tenth of the work plus the last one: a 10-million-sample pack logs eleven lines, not ten
+// million. Work of at most kEveryStepUpTo units logs every update.
 //
 //   base::Progress progress(stderr);
 //   for (size_t i = 0; i < n; ++i) progress.Update(i + 1, n, fmt::format("packed {}", i + 1));
@@ -37,6 +37,8 @@ class Progress {
   void Done();
 
   bool terminal() const { return terminal_; }
+
+  static constexpr size_t kEveryStepUpTo = 20;
 
  private:
   std::FILE* out_;

@@ -35,6 +35,13 @@ TEST(ProgressTest, LogOutputHasWholeLinesAndNoCarriageReturns) {
             "done 800\ndone 900\ndone 1000\n");
 }
 
+TEST(ProgressTest, ShortWorkLogsEveryStep) {
+  std::string out = Capture(false, [](Progress& p) {
+    for (size_t i = 1; i <= 12; ++i) p.Update(i, 12, std::to_string(i));
+  });
+  EXPECT_EQ(out, "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n");
+}
+
 TEST(ProgressTest, LogOutputWritesTheLastUpdateOnceForSmallTotals) {
   std::string out = Capture(false, [](Progress& p) {
     for (size_t i = 1; i <= 3; ++i) p.Update(i, 3, "pair " + std::to_string(i));
