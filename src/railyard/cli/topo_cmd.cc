@@ -85,6 +85,9 @@ Result<topo::NcclExportOptions> NcclOptions(const std::string& cpu, const std::s
     o.cpu = *host;
   } else {
     RY_ASSIGN_OR_RETURN(o.cpu, ParseNcclCpu(cpu));
+    if (Status st = topo::CheckNcclCpu(o.cpu); !st.ok()) {
+      return st.WithContext(fmt::format("--nccl-cpu '{}'", cpu));
+    }
   }
   if (link.empty()) return o;
   size_t comma = link.rfind(',');
@@ -99,6 +102,9 @@ Result<topo::NcclExportOptions> NcclOptions(const std::string& cpu, const std::s
   }
   o.pcie_link_speed = link.substr(0, comma);
   o.pcie_link_width = *width;
+  if (Status st = topo::CheckPcieLink(o.pcie_link_speed, o.pcie_link_width); !st.ok()) {
+    return st.WithContext(fmt::format("--pcie-link '{}'", link));
+  }
   return o;
 }
 
@@ -125,13 +131,7 @@ Result<std::string> Export(const topo::Cluster& c, const std::string& format,
     int n = c.FindNode(node);
     if (n < 0) return NotFound("--node '{}' is not in the topology", node);
     RY_ASSIGN_OR_RETURN(topo::NcclExportOptions options, NcclOptions(nccl_cpu, pcie_link));
-    auto xml = topo::NcclTopologyXml(c.nodes[n], options);
-    // The speed is checked against NCCL's names by the exporter; say which flag set it.
-    if (!xml.ok() && !pcie_link.empty() &&
-        xml.status().message().find("PCIe link speed") != std::string::npos) {
-      return xml.status().WithContext(fmt::format("--pcie-link '{}'", pcie_link));
-    }
-    return xml;
+    return topo::NcclTopologyXml(c.nodes[n], options);
   }
   return InvalidArgument("--format '{}': expected one of {}", format, kFormats);
 }

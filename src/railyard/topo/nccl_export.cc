@@ -99,33 +99,44 @@ std::string CpuMask(const std::vector<int>& cpus, int groups) {
   return out;
 }
 
-Status CheckOptions(const Node& node, const NcclExportOptions& o) {
-  const NcclCpu& cpu = o.cpu;
+}  // namespace
+
+Status CheckNcclCpu(const NcclCpu& cpu) {
   if (cpu.arch != "x86_64" && cpu.arch != "arm64" && cpu.arch != "ppc64") {
     return InvalidArgument(
-        "node '{}': NCCL CPU arch '{}': expected x86_64, arm64 or ppc64 (NCCL's names; "
-        "HostNcclCpu() gives this machine's)",
-        node.name, cpu.arch);
+        "NCCL CPU arch '{}': expected x86_64, arm64 or ppc64 (NCCL's names; HostNcclCpu() gives "
+        "this machine's)",
+        cpu.arch);
   }
   if (cpu.arch == "x86_64" && (cpu.vendor.empty() || cpu.family < 0 || cpu.model < 0)) {
     return InvalidArgument(
-        "node '{}': an x86_64 NCCL CPU needs vendor, family and model as cpuid gives them "
-        "(got vendor '{}', family {}, model {}); NCCL reads them from the file for Intel CPUs",
-        node.name, cpu.vendor, cpu.family, cpu.model);
-  }
-  if (std::find(kNcclLinkSpeeds.begin(), kNcclLinkSpeeds.end(), o.pcie_link_speed) ==
-      kNcclLinkSpeeds.end()) {
-    return InvalidArgument(
-        "node '{}': PCIe link speed '{}' is not one NCCL knows (it would fall back to Gen3); "
-        "expected one of '{}'",
-        node.name, o.pcie_link_speed, fmt::join(kNcclLinkSpeeds, "', '"));
-  }
-  const std::set<int> widths = {1, 2, 4, 8, 12, 16, 32};
-  if (!widths.count(o.pcie_link_width)) {
-    return InvalidArgument("node '{}': PCIe link width {}: expected 1, 2, 4, 8, 12, 16 or 32",
-                           node.name, o.pcie_link_width);
+        "an x86_64 NCCL CPU needs vendor, family and model as cpuid gives them (got vendor "
+        "'{}', family {}, model {}); NCCL reads them from the file for Intel CPUs",
+        cpu.vendor, cpu.family, cpu.model);
   }
   return Status::Ok();
+}
+
+Status CheckPcieLink(std::string_view speed, int width) {
+  if (std::find(kNcclLinkSpeeds.begin(), kNcclLinkSpeeds.end(), speed) == kNcclLinkSpeeds.end()) {
+    return InvalidArgument(
+        "PCIe link speed '{}' is not one NCCL knows (it would fall back to Gen3); expected one "
+        "of '{}'",
+        speed, fmt::join(kNcclLinkSpeeds, "', '"));
+  }
+  const std::set<int> widths = {1, 2, 4, 8, 12, 16, 32};
+  if (!widths.count(width)) {
+    return InvalidArgument("PCIe link width {}: expected 1, 2, 4, 8, 12, 16 or 32", width);
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+Status CheckOptions(const Node& node, const NcclExportOptions& o) {
+  Status st = CheckNcclCpu(o.cpu);
+  if (st.ok()) st = CheckPcieLink(o.pcie_link_speed, o.pcie_link_width);
+  return st.ok() ? st : st.WithContext(fmt::format("node '{}'", node.name));
 }
 
 struct Device {

@@ -73,6 +73,12 @@ struct NcclExportOptions {
   int pcie_link_width = 16;  // 1, 2, 4, 8, 12, 16 or 32
 };
 
+// The checks NcclTopologyXml applies to its options, for callers that take them from a user
+// (INVALID_ARGUMENT saying what NCCL expects): an arch NCCL knows, and on x86_64 vendor,
+// family and model; a link speed from NCCL's names and a PCIe width.
+Status CheckNcclCpu(const NcclCpu& cpu);
+Status CheckPcieLink(std::string_view speed, int width);
+
 // This machine's CPU the way NCCL's own detection writes it: arch from uname, and on x86_64
 // vendor, family and model from cpuid. Use it when the file is written on the node it is for
 // (or on one with the same CPU). Errors: UNAVAILABLE when uname fails or the architecture is
