@@ -430,7 +430,13 @@ Outcome RunLauncher(const CommFlags& f) {
   std::string failures;
   for (int r = 0; r < ranks; ++r) {
     if (exits[r]->Succeeded()) continue;
-    std::string first_line = exits[r]->stderr_text.substr(0, exits[r]->stderr_text.find('\n'));
+    // The rank's own error line ("railyard: error: ..."), which names the culprit; log lines
+    // before it (a warning that a send to an already aborted peer failed) are not the cause.
+    // Without one, its first line.
+    const std::string& text = exits[r]->stderr_text;
+    size_t at = text.rfind("railyard: error: ");
+    if (at == std::string::npos) at = 0;
+    std::string first_line = text.substr(at, text.find('\n', at) - at);
     // Rank 0 writes to the terminal itself; its error line is already above.
     if (r == 0 && first_line.empty() && exits[r]->signal == 0) {
       first_line = "its error is printed above";
