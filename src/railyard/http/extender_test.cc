@@ -2,31 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "railyard/place/test_cluster_testing.h"
+
 namespace railyard::http {
 namespace {
 
 using nlohmann::json;
 
-// spine0 > {leaf0: n0 n1, leaf1: n2 n3}, spine1 > {leaf2: n4 n5}
-topo::Cluster Cluster() {
-  topo::ClusterBuilder b("test");
-  b.SetLevels({"spine", "leaf"});
-  b.AddSwitch("spine0", "spine", "", 0);
-  b.AddSwitch("spine1", "spine", "", 0);
-  b.AddSwitch("leaf0", "leaf", "spine0", 0);
-  b.AddSwitch("leaf1", "leaf", "spine0", 0);
-  b.AddSwitch("leaf2", "leaf", "spine1", 0);
-  const char* leaves[] = {"leaf0", "leaf0", "leaf1", "leaf1", "leaf2", "leaf2"};
-  for (int i = 0; i < 6; ++i) {
-    topo::Node n;
-    n.name = "n" + std::to_string(i);
-    n.gpu_count = 8;
-    b.AddNode(n, leaves[i]);
-  }
-  auto c = std::move(b).Finish();
-  EXPECT_TRUE(c.ok()) << c.status().ToString();
-  return *c;
-}
+topo::Cluster Cluster() { return place::TwoSpineTestCluster(); }
 
 // What kube-scheduler sends with nodeCacheCapable: Go field names, NodeNames, Nodes null.
 json Args(std::string group, std::vector<std::string> nodes, std::string required = "") {

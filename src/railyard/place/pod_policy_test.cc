@@ -4,32 +4,14 @@
 
 #include <map>
 
+#include "railyard/place/test_cluster_testing.h"
 #include "railyard/topo/kube_export.h"
 
 namespace railyard::place {
 namespace {
 
 // "Spine Row" is not valid label text, so its label key is hashed.
-// Spine Row: spine0 > {leaf0: n0 n1, leaf1: n2 n3}, spine1 > {leaf2: n4 n5}
-topo::Cluster Cluster() {
-  topo::ClusterBuilder b("test");
-  b.SetLevels({"Spine Row", "leaf"});
-  b.AddSwitch("spine0", "Spine Row", "", 0);
-  b.AddSwitch("spine1", "Spine Row", "", 0);
-  b.AddSwitch("leaf0", "leaf", "spine0", 0);
-  b.AddSwitch("leaf1", "leaf", "spine0", 0);
-  b.AddSwitch("leaf2", "leaf", "spine1", 0);
-  const char* leaves[] = {"leaf0", "leaf0", "leaf1", "leaf1", "leaf2", "leaf2"};
-  for (int i = 0; i < 6; ++i) {
-    topo::Node n;
-    n.name = "n" + std::to_string(i);
-    n.gpu_count = 8;
-    b.AddNode(n, leaves[i]);
-  }
-  auto c = std::move(b).Finish();
-  EXPECT_TRUE(c.ok()) << c.status().ToString();
-  return *c;
-}
+topo::Cluster Cluster() { return TwoSpineTestCluster("Spine Row"); }
 
 ResolvedPod Resolve(const topo::Cluster& c, PodRequest pod) {
   auto r = ResolvePod(c, pod);
