@@ -1,8 +1,8 @@
 #include "railyard/base/checksum.h"
 
-#include <xxhash.h>
-
 #include <new>
+
+#include "railyard/base/checksum_variants.h"
 
 namespace railyard::base {
 namespace {
@@ -22,15 +22,42 @@ std::string Printable(std::string_view text) {
 
 }  // namespace
 
-uint64_t Xxh3(const void* data, size_t n) { return XXH3_64bits(data, n); }
+namespace checksum_internal {
 
-uint64_t Xxh3(std::string_view data) { return XXH3_64bits(data.data(), data.size()); }
+const Xxh3Variant* Xxh3Avx2() {
+#ifdef RAILYARD_XXH3_AVX2
+  // libgcc's and compiler-rt's check include the OS's saving of the AVX registers (XGETBV).
+  static const bool supported = __builtin_cpu_supports("avx2");
+  if (supported) return &Xxh3Avx2Unchecked();
+#endif
+  return nullptr;
+}
 
-void Xxh3Stream::StateDeleter::operator()(XXH3_state_s* state) const { XXH3_freeState(state); }
+const Xxh3Variant& Xxh3Selected() {
+  static const Xxh3Variant& selected = []() -> const Xxh3Variant& {
+    const Xxh3Variant* avx2 = Xxh3Avx2();
+    return avx2 != nullptr ? *avx2 : Xxh3Baseline();
+  }();
+  return selected;
+}
 
-Xxh3Stream::Xxh3Stream() : state_(XXH3_createState()) {
-  // The only failure is malloc's; treat it like any other allocation in C++.
-  if (state_ == nullptr) throw std::bad_alloc();
+}  // namespace checksum_internal
+
+using checksum_internal::Xxh3Selected;
+
+uint64_t Xxh3(const void* data, size_t n) { return Xxh3Selected().hash(data, n); }
+
+uint64_t Xxh3(std::string_view data) { return Xxh3Selected().hash(data.data(), data.size()); }
+
+std::string_view Xxh3Implementation() { return Xxh3Selected().name; }
+
+void Xxh3Stream::StateDeleter::operator()(void* state) const {
+  ::operator delete(state, std::align_val_t(Xxh3Selected().state_align));
+}
+
+Xxh3Stream::Xxh3Stream()
+    : state_(
+          ::operator new(Xxh3Selected().state_size, std::align_val_t(Xxh3Selected().state_align))) {
   Reset();
 }
 
@@ -39,13 +66,12 @@ Xxh3Stream& Xxh3Stream::operator=(Xxh3Stream&&) noexcept = default;
 Xxh3Stream::~Xxh3Stream() = default;
 
 void Xxh3Stream::Update(const void* data, size_t n) {
-  // XXH3_64bits_update only fails for a null state, which the constructor rules out.
-  (void)XXH3_64bits_update(state_.get(), data, n);
+  Xxh3Selected().update(state_.get(), data, n);
 }
 
-uint64_t Xxh3Stream::Digest() const { return XXH3_64bits_digest(state_.get()); }
+uint64_t Xxh3Stream::Digest() const { return Xxh3Selected().digest(state_.get()); }
 
-void Xxh3Stream::Reset() { (void)XXH3_64bits_reset(state_.get()); }
+void Xxh3Stream::Reset() { Xxh3Selected().reset(state_.get()); }
 
 std::string ChecksumHex(uint64_t sum) { return fmt::format("{:016x}", sum); }
 

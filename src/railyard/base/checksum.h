@@ -9,6 +9,9 @@
 //   for (const auto& chunk : chunks) stream.Update(chunk.data(), chunk.size());
 //   if (stream.Digest() != expected) return DataLoss("shard {}: checksum {} != {}", ...);
 //
+// The hashing is xxhash's, compiled here for AVX2 and for the baseline and chosen once by
+// what the CPU supports (checksum_variants.h); every choice gives the same digests.
+//
 // Thread-safety: the free functions are pure. An Xxh3Stream is a single-owner object: use it
 // from one thread at a time.
 #pragma once
@@ -21,14 +24,14 @@
 
 #include "railyard/base/status.h"
 
-// xxhash.h's state type, forward-declared so that users of this header need not include it.
-struct XXH3_state_s;
-
 namespace railyard::base {
 
 // XXH3-64 (seed 0) of n bytes at data. data may be null when n == 0.
 uint64_t Xxh3(const void* data, size_t n);
 uint64_t Xxh3(std::string_view data);
+
+// The instruction set the hashing uses on this CPU: "avx2", "sse2", ... (for benchmarks).
+std::string_view Xxh3Implementation();
 
 // Incremental XXH3-64: feeding the same bytes in any split gives the one-shot digest.
 // Move-only; a moved-from stream may only be destroyed or assigned to.
@@ -55,10 +58,11 @@ class Xxh3Stream {
   void Reset();
 
  private:
+  // The state is opaque memory laid out by the selected variant.
   struct StateDeleter {
-    void operator()(XXH3_state_s* state) const;
+    void operator()(void* state) const;
   };
-  std::unique_ptr<XXH3_state_s, StateDeleter> state_;
+  std::unique_ptr<void, StateDeleter> state_;
 };
 
 // Exactly 16 lowercase hex digits, zero-padded: ChecksumHex(0x2d) == "000000000000002d".

@@ -1,11 +1,18 @@
 #include "railyard/base/checksum.h"
 
 #include <gtest/gtest.h>
+#include <xxhash.h>  // the library's own XXH3, the reference for every variant
 
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <new>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "railyard/base/checksum_variants.h"
 
 namespace railyard::base {
 namespace {
@@ -90,6 +97,84 @@ TEST(Xxh3Stream, MoveKeepsState) {
   streams.emplace_back();  // reallocation moves the first
   streams[0].Update("a");
   EXPECT_EQ(streams[0].Digest(), Xxh3("a"));
+}
+
+// Every variant compiled in and usable on this CPU, and its name for failure messages.
+std::vector<const checksum_internal::Xxh3Variant*> Variants() {
+  std::vector<const checksum_internal::Xxh3Variant*> out = {&checksum_internal::Xxh3Baseline()};
+  if (const auto* avx2 = checksum_internal::Xxh3Avx2()) out.push_back(avx2);
+  return out;
+}
+
+TEST(Xxh3Variants, SelectedIsTheBestSupported) {
+  const auto* avx2 = checksum_internal::Xxh3Avx2();
+  EXPECT_EQ(&checksum_internal::Xxh3Selected(),
+            avx2 != nullptr ? avx2 : &checksum_internal::Xxh3Baseline());
+  EXPECT_EQ(Xxh3Implementation(), checksum_internal::Xxh3Selected().name);
+#if defined(__x86_64__)
+  EXPECT_EQ(std::string_view(checksum_internal::Xxh3Baseline().name), "sse2");
+  if (avx2 != nullptr) {
+    EXPECT_EQ(std::string_view(avx2->name), "avx2");
+  }
+#endif
+}
+
+TEST(Xxh3Variants, KnownVectors) {
+  for (const auto* v : Variants()) {
+    EXPECT_EQ(v->hash(nullptr, 0), 0x2D06800538D394C2u) << v->name;
+    EXPECT_EQ(v->hash("a", 1), 0xE6C632B61E964E1Fu) << v->name;
+    EXPECT_EQ(v->hash("abc", 3), 0x78AF5F94892F3950u) << v->name;
+  }
+}
+
+// Lengths across every internal path of XXH3 (0-16, 17-128, 129-240, stripes, blocks of
+// 1 KiB, and long inputs), each from starts at every alignment within 64 bytes.
+std::vector<size_t> Lengths() {
+  std::vector<size_t> out;
+  for (size_t n = 0; n <= 300; ++n) out.push_back(n);
+  for (size_t n : {511, 512, 513, 1023, 1024, 1025, 4095, 4096, 4097, 65536, 65599, 1 << 20,
+                   (1 << 20) + 7, 3 << 20}) {
+    out.push_back(n);
+  }
+  return out;
+}
+
+TEST(Xxh3Variants, OneShotMatchesTheLibraryAtEveryLengthAndAlignment) {
+  std::mt19937_64 rng(42);
+  const std::string data = RandomBytes((3 << 20) + 64, rng);
+  for (const auto* v : Variants()) {
+    for (size_t n : Lengths()) {
+      for (size_t start : {0, 1, 3, 7, 8, 15, 16, 31, 33, 63}) {
+        const char* p = data.data() + start;
+        ASSERT_EQ(v->hash(p, n), XXH3_64bits(p, n))
+            << v->name << ": length " << n << " at offset " << start;
+      }
+    }
+  }
+}
+
+TEST(Xxh3Variants, StreamingMatchesTheLibraryAcrossSplits) {
+  std::mt19937_64 rng(7);
+  const std::string data = RandomBytes((3 << 20) + 64, rng);
+  for (const auto* v : Variants()) {
+    auto deleter = [v](void* p) { ::operator delete(p, std::align_val_t(v->state_align)); };
+    std::unique_ptr<void, decltype(deleter)> state(
+        ::operator new(v->state_size, std::align_val_t(v->state_align)), deleter);
+    for (size_t n : Lengths()) {
+      const size_t start = rng() % 64;
+      const char* p = data.data() + start;
+      // Pieces from 0 bytes up to several internal blocks (1 KiB stripes, 256-byte buffer).
+      v->reset(state.get());
+      size_t pos = 0;
+      while (pos < n) {
+        size_t piece = std::min<size_t>(n - pos, rng() % (n < 4096 ? 300 : 200000));
+        v->update(state.get(), p + pos, piece);
+        pos += piece;
+      }
+      ASSERT_EQ(v->digest(state.get()), XXH3_64bits(p, n))
+          << v->name << ": length " << n << " at offset " << start;
+    }
+  }
 }
 
 TEST(ChecksumHex, FormatsSixteenLowercaseDigits) {
