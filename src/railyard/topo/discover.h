@@ -10,6 +10,9 @@
 //   paths       the PCI tree in sysfs (ClassifyPciPath below)
 //   providers   libfabric fi_getinfo (when built with RAILYARD_WITH_OFI), time-boxed
 //
+// Each source is one file under discover/ (listed in discover/sources.h); discover.cc
+// assembles them.
+//
 //   RY_ASSIGN_OR_RETURN(Discovery d, DiscoverNode({}));
 //   fmt::print("{}\n", DiscoveryToJson(d).dump(2));
 //
