@@ -1,0 +1,202 @@
+// The tcp backend's Transport, declared for the files that implement it by job:
+//   tcp_transport.cc  the Transport: start, post, match, wait, probe, abort
+//   connection.cc     outbound streams (connect state machine, hello, flushing) and the
+//                     acceptor's side of the handshake
+//   frames.cc         inbound frame parsing, announcement and parking
+//   loop.cc           the epoll set (Loop) and the transport's dispatch of its events
+// See tcp_transport.h for the model and connection.h for streams and parking.
+//
+// Internal to net/tcp. Thread-safety: as net::Transport.
+#pragma once
+
+#include <netinet/in.h>
+
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "railyard/net/buffer_pool.h"
+#include "railyard/net/handshake.h"
+#include "railyard/net/spin_budget.h"
+#include "railyard/net/tcp/congestion.h"
+#include "railyard/net/tcp/connection.h"
+#include "railyard/net/tcp/loop.h"
+#include "railyard/net/tcp/wire.h"
+#include "railyard/net/transport.h"
+
+namespace railyard::net::tcp {
+
+// Messages that arrive before their receive is posted wait in buffers of their own; this is
+// the most those may hold at once, so that a peer (buggy or hostile, but knowing the secret)
+// cannot make a rank allocate what it announces. The collectives post receives ahead and
+// send in pieces of at most a few MiB; only point-to-point messages of this size sent well
+// ahead of their receive come near it.
+inline constexpr uint64_t kMaxUnexpectedBytes = uint64_t{1} << 30;
+// Payloads this long are read straight into their destination, not through the rx buffer.
+inline constexpr size_t kDirectReadBytes = 16 << 10;
+inline constexpr size_t kRxBufferBytes = 64 << 10;
+// A wait whose requests are all this short polls twice per yield instead of once. Its
+// answer is usually already on its way from a rank on another core, and a second poll
+// catches it without handing the core to a rank that is itself only waiting: with 4 ranks
+// on 2 cores, 31% of a 4 KiB allreduce's time went to switches out of sched_yield, and two
+// polls per yield cut that allreduce from 84 to 59 us (2 ranks, 4-32 KiB: 17 to 15 us).
+// Larger waits yield at every poll: a rank sharing the core has copying to do, and two polls
+// per yield in every wait cost a 4-rank 16 MiB allreduce a fifth of its busbw (1.32 GB/s
+// against 1.63).
+inline constexpr size_t kSmallWaitBytes = 128 << 10;
+
+// Tuning that no user needs to set; tests and benchmarks construct the transport with other
+// values.
+struct TcpTuning {
+  // Most polls at the start of a wait before sleeping in epoll, each an epoll_wait(0)
+  // followed by sched_yield (so a peer waiting for this core runs; every second poll for
+  // small waits, see kSmallWaitBytes); 0 sleeps at once. Bounded: an idle wait sleeps after
+  // this many polls, and after fewer once waits keep ending in sleep (SpinBudget). Polling
+  // first because the answer to a small message is usually microseconds away: a 4 KiB
+  // allreduce on 2 cores takes 24 us with 2 ranks and 110 with 4, against 50 and 170 when a
+  // wait sleeps at once. The yield matters: polling without it was slower than sleeping (59
+  // and 240 us).
+  int spin_polls = 100;
+};
+
+// A posted send or receive.
+struct Req {
+  bool is_send = false;
+  int peer = -1;
+  Tag tag = 0;
+  char* buf = nullptr;
+  size_t cap = 0;       // receive: posted length; send: message length
+  size_t received = 0;  // receive: message length once matched
+  int chunks_left = 0;  // send: chunks not yet handed to the kernel
+  uint64_t msg_id = 0;  // receive: the matched message, 0 = unmatched
+  bool matched = false;
+  bool done = false;
+  Transport::Consumer consume;  // a consuming receive (PostRecvConsume): `buf` is null
+  size_t granule = 1;
+};
+
+struct PeerState {
+  PeerInfo info;
+  sockaddr_in addr{};
+  std::vector<OutStream> out;
+  uint64_t next_msg_id = 1;
+  std::map<uint64_t, InMessage> messages;  // announced, not complete or not bound
+  std::deque<uint64_t> unbound;            // announced messages without a receive, in order
+  std::deque<uint64_t> waiting_recvs;      // posted receives without a message, in order
+  std::vector<uint64_t> parked;            // streams (keys) waiting for an announcement
+  Status failure;                          // set once: every request with this peer fails
+  bool said_bye = false;
+  std::string pong_activity;
+  uint64_t pong_nonce = 0;
+};
+
+class TcpTransport final : public Transport {
+ public:
+  TcpTransport(TransportOptions options, TcpTuning tuning)
+      : opt_(std::move(options)), spin_(tuning.spin_polls) {}
+  ~TcpTransport() override;
+
+  Status Listen();
+
+  std::string_view name() const override { return "tcp"; }
+  int rank() const override { return opt_.rank; }
+  int size() const override { return opt_.size; }
+  const PeerInfo& peer(int r) const override { return peers_[r].info; }
+  Status Start(base::Deadline deadline) override;
+  Result<Request> PostSend(int peer, Tag tag, const void* data, size_t len) override;
+  Result<Request> PostRecv(int peer, Tag tag, void* data, size_t len) override;
+  bool SupportsConsume() const override { return true; }
+  Result<Request> PostRecvConsume(int peer, Tag tag, size_t len, size_t granule,
+                                  Consumer consume) override;
+  Status WaitAll(std::span<const Request> requests, base::Deadline deadline) override;
+  size_t ReceivedBytes(Request request) const override;
+  std::vector<ProbeResult> Probe(std::span<const int> ranks, base::Deadline deadline) override;
+  void SetActivity(std::string activity) override { activity_ = std::move(activity); }
+  void Abort(std::string_view reason, base::Deadline deadline) override;
+
+ private:
+  // tcp_transport.cc
+  Status CheckUsable() const;
+  Status CheckPeer(int peer) const;
+  void FailPeer(int peer, Status why);
+  Result<Request> PostRecvImpl(int peer, Tag tag, void* data, size_t len, size_t granule,
+                               Consumer consume);
+  // Hands a whole message to a receive: copied, or given to its consumer.
+  static void DeliverTo(Req& r, const char* data, size_t n);
+  void BindMessage(PeerState& p, uint64_t msg_id, uint64_t req_id);
+  void CompleteRecvIfDone(PeerState& p, uint64_t msg_id);
+  void ReleaseUnexpected(InMessage& m);
+  void HandleAbortFlag(base::Deadline flush_deadline);
+  void Abandon(uint64_t req_id);
+  std::string PendingDescription(std::span<const Request> requests) const;
+
+  // connection.cc
+  void EnsureConnected(int peer);
+  void StartConnect(int peer, uint32_t stream);
+  void QueueControl(int peer, FrameType type, uint64_t nonce, std::string payload);
+  void FlushStream(int peer, uint32_t stream);
+  void SetWantOut(OutStream& s, bool want, uint64_t key);
+  // An epoll event on outbound stream `key`: the connect state machine, then flushing.
+  void HandleOutEvent(uint64_t key, uint32_t events);
+  // The connector's side once the acceptor's challenge is in.
+  void AnswerChallenge(int peer, uint32_t stream);
+  void Accept();
+  // The acceptor's side of the handshake on buffered bytes; false when it needs more bytes
+  // or closed the stream.
+  bool AuthenticateInStream(InStream& in);
+  // Closes an unproven inbound stream without blaming a peer (dropped or timed out).
+  void DropPending(uint64_t key, std::string_view why);
+  void ExpirePending();
+  // Closes an inbound stream; its peer is failed with `why` (a protocol violation when
+  // `violation`, else a lost connection).
+  void CloseInStream(InStream& in, const std::string& why, bool violation = false);
+
+  // frames.cc
+  void ReadInStream(InStream& in);
+  bool ConsumeInStream(InStream& in);  // false when it needs more bytes or is parked
+  bool BeginPayload(InStream& in);
+  // Points a stream's payload at message m: its buffer, its unexpected buffer or its consumer.
+  static void TargetPayload(InStream& in, InMessage& m);
+  static void FeedConsumer(InStream& in, const char* data, size_t n);
+  void FinishFrame(InStream& in);
+  void Announce(int peer, const FrameHeader& hdr);
+  void SetReadInterest(InStream& in, bool want);
+
+  // loop.cc
+  Status Poll(int timeout_ms);
+  void HandleEvent(uint64_t key, uint32_t events);
+
+  TransportOptions opt_;
+  std::vector<PeerState> peers_;
+  base::UniqueFd listen_fd_;
+  sockaddr_in listen_addr_{};
+  CongestionControl congestion_;
+  Loop loop_;
+  std::string listen_address_;
+  std::unordered_map<uint64_t, Req> reqs_;
+  std::unordered_map<uint64_t, size_t> last_received_;  // completed receives' lengths
+  std::vector<uint64_t> unparked_;  // streams with buffered bytes to consume again
+  uint64_t next_req_ = 1;
+  SpinBudget spin_;  // polls before a wait sleeps; under progress_mu_
+  std::unordered_map<uint64_t, std::unique_ptr<InStream>> in_streams_;
+  uint64_t next_in_key_ = 1;
+  std::deque<std::pair<uint64_t, std::string>> self_queue_;  // (tag, data) sent to self
+  BufferPool spare_;               // buffers of unexpected messages, for reuse
+  uint64_t unexpected_bytes_ = 0;  // held by unexpected messages, at most kMaxUnexpectedBytes
+  PendingHandshakes pending_;      // inbound streams (keys) still inside the handshake
+  bool warned_full_ = false;
+  Status failed_;
+  std::string activity_ = "idle";
+  std::mutex progress_mu_;  // held while a thread drives progress
+  std::mutex abort_mu_;
+  std::atomic<bool> abort_requested_{false};
+  std::string abort_reason_;  // guarded by abort_mu_
+  bool abort_sent_ = false;
+};
+
+}  // namespace railyard::net::tcp
