@@ -11,7 +11,7 @@
 #include "railyard/base/hmac.h"
 #include "railyard/base/subprocess.h"
 #include "railyard/net/select.h"
-#include "railyard/net/tcp_store.h"
+#include "railyard/net/store/tcp_store_server.h"
 
 namespace railyard {
 namespace {

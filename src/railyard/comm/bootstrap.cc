@@ -5,11 +5,12 @@
 #include <cstdlib>
 
 #include "railyard/base/units.h"
-#include "railyard/net/file_store.h"
 #include "railyard/net/peer_directory.h"
 #include "railyard/net/select.h"
+#include "railyard/net/store/file_store.h"
+#include "railyard/net/store/tcp_store_client.h"
+#include "railyard/net/store/tcp_store_server.h"
 #include "railyard/net/tcp/congestion.h"
-#include "railyard/net/tcp_store.h"
 
 namespace railyard::comm {
 namespace {
@@ -84,17 +85,14 @@ Status BuildHierarchy(const BootstrapConfig& config, const std::vector<net::Peer
   }
   if (!shared) return Status::Ok();
   const std::string& my_host = all[config.rank].host;
-  int local_rank = static_cast<int>(
-      std::find(local_ranks.begin(), local_ranks.end(), config.rank) - local_ranks.begin());
-  int host_index =
-      static_cast<int>(std::find(hosts.begin(), hosts.end(), my_host) - hosts.begin());
+  int local_rank = static_cast<int>(std::find(local_ranks.begin(), local_ranks.end(), config.rank) -
+                                    local_ranks.begin());
+  int host_index = static_cast<int>(std::find(hosts.begin(), hosts.end(), my_host) - hosts.begin());
   std::string prefix = config.job_id + "/comm";
-  RY_ASSIGN_OR_RETURN(auto local,
-                      SubCommunicator(config, "shm", local_rank,
-                                      static_cast<int>(local_ranks.size()),
-                                      prefix + "/local/" + my_host,
-                                      fmt::format("ranks on {}", my_host), store, deadline,
-                                      local_ranks));
+  RY_ASSIGN_OR_RETURN(
+      auto local, SubCommunicator(config, "shm", local_rank, static_cast<int>(local_ranks.size()),
+                                  prefix + "/local/" + my_host, fmt::format("ranks on {}", my_host),
+                                  store, deadline, local_ranks));
   std::unique_ptr<Communicator> leaders;
   if (local_rank == 0) {
     std::vector<int> leader_ranks;  // each host's lowest rank, in the order of `hosts`
@@ -103,10 +101,10 @@ Status BuildHierarchy(const BootstrapConfig& config, const std::vector<net::Peer
                                return p.host == h;
                              })->rank);
     }
-    RY_ASSIGN_OR_RETURN(leaders, SubCommunicator(config, backend, host_index,
-                                                 static_cast<int>(hosts.size()),
-                                                 prefix + "/leaders", "host leaders", store,
-                                                 deadline, leader_ranks));
+    RY_ASSIGN_OR_RETURN(
+        leaders,
+        SubCommunicator(config, backend, host_index, static_cast<int>(hosts.size()),
+                        prefix + "/leaders", "host leaders", store, deadline, leader_ranks));
   }
   comm.AttachHierarchy(std::move(local), std::move(leaders));
   return Status::Ok();
@@ -128,8 +126,9 @@ Result<BootstrapConfig> BootstrapConfigFromEnvironment(
   std::string rank_var = get("RAILYARD_RANK").empty() ? "RANK" : "RAILYARD_RANK";
   std::string size_var = get("RAILYARD_WORLD_SIZE").empty() ? "WORLD_SIZE" : "RAILYARD_WORLD_SIZE";
   if (get(rank_var.c_str()).empty() || get(size_var.c_str()).empty()) {
-    return InvalidArgument("RAILYARD_RANK and RAILYARD_WORLD_SIZE (or RANK and WORLD_SIZE) must "
-                           "be set: this process does not know its place in the job");
+    return InvalidArgument(
+        "RAILYARD_RANK and RAILYARD_WORLD_SIZE (or RANK and WORLD_SIZE) must "
+        "be set: this process does not know its place in the job");
   }
   RY_ASSIGN_OR_RETURN(c.rank, ParseInt(rank_var, get(rank_var.c_str())));
   RY_ASSIGN_OR_RETURN(c.world_size, ParseInt(size_var, get(size_var.c_str())));
@@ -139,17 +138,20 @@ Result<BootstrapConfig> BootstrapConfigFromEnvironment(
   c.store_address = get("RAILYARD_STORE");
   c.store_dir = get("RAILYARD_STORE_DIR");
   if (c.store_address.empty() && c.store_dir.empty() && !get("MASTER_ADDR").empty()) {
-    if (get("MASTER_PORT").empty()) return InvalidArgument("MASTER_ADDR is set but MASTER_PORT is not");
+    if (get("MASTER_PORT").empty())
+      return InvalidArgument("MASTER_ADDR is set but MASTER_PORT is not");
     c.store_address = get("MASTER_ADDR") + ":" + get("MASTER_PORT");
   }
   if (c.store_address.empty() && c.store_dir.empty()) {
-    return InvalidArgument("no rendezvous store: set RAILYARD_STORE=host:port, "
-                           "RAILYARD_STORE_DIR=/shared/dir, or MASTER_ADDR and MASTER_PORT");
+    return InvalidArgument(
+        "no rendezvous store: set RAILYARD_STORE=host:port, "
+        "RAILYARD_STORE_DIR=/shared/dir, or MASTER_ADDR and MASTER_PORT");
   }
   c.secret = get("RAILYARD_JOB_SECRET");
   if (c.secret.empty()) {
-    return InvalidArgument("RAILYARD_JOB_SECRET is not set: the launcher must generate one per "
-                           "job (e.g. `openssl rand -hex 16`) and pass it to every rank");
+    return InvalidArgument(
+        "RAILYARD_JOB_SECRET is not set: the launcher must generate one per "
+        "job (e.g. `openssl rand -hex 16`) and pass it to every rank");
   }
   if (auto t = get("RAILYARD_TRANSPORT"); !t.empty()) c.transport = t;
   c.socket_ifname = get("RAILYARD_SOCKET_IFNAME");

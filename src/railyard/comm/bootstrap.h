@@ -32,7 +32,7 @@
 #include "railyard/base/status.h"
 #include "railyard/comm/communicator.h"
 #include "railyard/net/store.h"
-#include "railyard/net/tcp_store.h"
+#include "railyard/net/store/tcp_store_server.h"
 
 namespace railyard::comm {
 

@@ -6,9 +6,10 @@
 // DEADLINE_EXCEEDED or UNAVAILABLE with a message that names the store (its address or
 // directory) and the key, never in a hang.
 //
-// Implementations: InMemoryStore (threads of one process; tests), TcpStore (a server run by
-// the launcher or by rank 0, clients prove the per-job secret; net/tcp_store.h) and
-// FileStore (a directory on a shared file system; net/file_store.h).
+// Implementations, all in net/store/: InMemoryStore (threads of one process; tests;
+// NewInMemoryStore below), TcpStore (a server run by the launcher or by rank 0, clients
+// prove the per-job secret; tcp_store_server.h, tcp_store_client.h) and FileStore (a
+// directory on a shared file system; file_store.h).
 //
 //   RY_RETURN_IF_ERROR(store.Set("job/addr/3", addr, deadline));
 //   RY_ASSIGN_OR_RETURN(std::string peer, store.Get("job/addr/0", deadline));
@@ -56,8 +57,7 @@ class Store {
   // an empty `expected`). Returns the value the key holds afterwards: `desired` on success,
   // the unchanged present value otherwise.
   virtual Result<std::string> CompareAndSet(std::string_view key, std::string_view expected,
-                                            std::string_view desired,
-                                            base::Deadline deadline) = 0;
+                                            std::string_view desired, base::Deadline deadline) = 0;
 
   // Returns when every key is set. DEADLINE_EXCEEDED names the keys still missing and, when
   // `missing` is given, lists them there too: only keys the store knows to be unset (a tcp

@@ -15,7 +15,7 @@
 
 #include "railyard/base/subprocess.h"
 #include "railyard/base/temp_dir_testing.h"
-#include "railyard/net/file_store.h"
+#include "railyard/net/store/file_store.h"
 #include "railyard/net/select.h"
 #include "railyard/net/transport_testing.h"
 

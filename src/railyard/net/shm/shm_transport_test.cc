@@ -14,7 +14,7 @@
 
 #include "railyard/base/files.h"
 #include "railyard/base/temp_dir_testing.h"
-#include "railyard/net/file_store.h"
+#include "railyard/net/store/file_store.h"
 
 namespace railyard::net {
 namespace {

@@ -1,5 +1,3 @@
-#include "railyard/net/tcp_store.h"
-
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -21,6 +19,8 @@
 #include "railyard/base/hmac.h"
 #include "railyard/base/logging.h"
 #include "railyard/net/handshake.h"
+#include "railyard/net/store/tcp_store_client.h"
+#include "railyard/net/store/tcp_store_server.h"
 #include "railyard/net/transport_testing.h"
 
 namespace railyard::net {

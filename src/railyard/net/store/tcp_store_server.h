@@ -1,16 +1,16 @@
-// TcpStore: the rendezvous Store served over TCP by the launcher or by rank 0.
+// TcpStoreServer: the server of the rendezvous Store over TCP, run by the launcher or by
+// rank 0. Ranks reach it with ConnectTcpStore (net/store/tcp_store_client.h).
 //
-// One TcpStoreServer holds the keys; every rank connects with ConnectTcpStore. Store and
-// client prove the per-job secret to each other (net/handshake.h): a client without it is
-// refused, and a client never sends a key or value to a server that cannot prove it; the
-// secret never crosses the network. Blocking Get/Wait are parked on the server until the key
-// appears or the client's timeout passes, so waiting ranks cost no polling traffic; Add and
-// CompareAndSet are atomic because one server thread applies every request in turn.
+// Store and client prove the per-job secret to each other (net/handshake.h): a client
+// without it is refused, and a client never sends a key or value to a server that cannot
+// prove it; the secret never crosses the network. Blocking Get/Wait are parked on the server
+// until the key appears or the client's timeout passes, so waiting ranks cost no polling
+// traffic; Add and CompareAndSet are atomic because one server thread applies every request
+// in turn. The wire format is in net/store/tcp_store_codec.h.
 //
 //   RY_ASSIGN_OR_RETURN(auto server, TcpStoreServer::Start({.bind_ip = nic.ipv4,
 //                                                           .secret = secret}));
 //   // publish server->address() to the ranks (environment, file, scheduler)
-//   RY_ASSIGN_OR_RETURN(auto store, ConnectTcpStore(address, secret, deadline));
 //
 // The server trusts nothing from the network: a frame longer than the key/value limits, a
 // malformed frame or a wrong proof closes that connection with a warning naming the peer;
@@ -18,17 +18,13 @@
 // handshake, each for at most kHandshakeTimeout, so idle connects cannot exhaust the server.
 //
 // Thread-safety: the server runs one background thread; its methods may be called from any
-// thread. The client Store may be called from several threads at once: each call borrows an
-// idle connection or opens another, so a thread parked in Get does not block a Set.
+// thread.
 #pragma once
 
 #include <memory>
 #include <string>
-#include <string_view>
 
-#include "railyard/base/clock.h"
 #include "railyard/base/status.h"
-#include "railyard/net/store.h"
 
 namespace railyard::net {
 
@@ -57,15 +53,5 @@ class TcpStoreServer {
   // OK while serving; the error that stopped the serving thread otherwise.
   virtual Status health() const = 0;
 };
-
-// Connects to the store at "host:port"; store and client prove `secret` to each other.
-// Connection refused, and a connection the store drops before proving itself, are retried
-// with a short backoff until `deadline`, because ranks often start before the store.
-// DEADLINE_EXCEEDED or UNAVAILABLE naming the address when it cannot be reached;
-// PERMISSION_DENIED "tcp store <address> did not prove the job secret: ..." when the server
-// there has another secret or is not Railyard's store; INVALID_ARGUMENT for a malformed
-// address.
-Result<std::unique_ptr<Store>> ConnectTcpStore(std::string_view host_port, std::string_view secret,
-                                               base::Deadline deadline);
 
 }  // namespace railyard::net

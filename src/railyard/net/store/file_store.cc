@@ -1,4 +1,4 @@
-#include "railyard/net/file_store.h"
+#include "railyard/net/store/file_store.h"
 
 #include <fcntl.h>
 #include <fmt/ranges.h>
