@@ -1,9 +1,6 @@
 #include "railyard/vcluster/state.h"
 
 #include <gtest/gtest.h>
-#include <yaml-cpp/yaml.h>
-
-#include "railyard/vcluster/topology_file.h"
 
 namespace railyard::vcluster {
 namespace {
@@ -88,19 +85,6 @@ TEST(StateTest, WrongTypesNameTheFieldAndWhatWasExpected) {
         << c.body << "\n  got: " << r.status().message();
     EXPECT_NE(r.status().message().find("/run/railyard/vcluster-ry.json"), std::string::npos);
   }
-}
-
-TEST(TopologyFileTest, VersionedTreeWithEveryHost) {
-  YAML::Node y = YAML::Load(TopologyYaml(Sample()));
-  EXPECT_EQ(y["version"].as<int>(), 1);
-  EXPECT_EQ(y["levels"][0].as<std::string>(), "spine");
-  EXPECT_EQ(y["levels"][1].as<std::string>(), "leaf");
-  ASSERT_EQ(y["switches"].size(), 3u);  // spine0 + 2 leaves
-  EXPECT_EQ(y["switches"][1]["parent"].as<std::string>(), "spine0");
-  ASSERT_EQ(y["nodes"].size(), 5u);
-  EXPECT_EQ(y["nodes"][4]["switch"].as<std::string>(), "leaf1");
-  EXPECT_EQ(y["nodes"][0]["address"].as<std::string>(), "198.18.0.1");
-  EXPECT_EQ(y["vcluster"]["prefix"].as<std::string>(), "ryt");
 }
 
 }  // namespace

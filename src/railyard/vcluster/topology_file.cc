@@ -2,51 +2,52 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "railyard/base/units.h"
+#include <utility>
+
+#include "railyard/topo/yaml_format.h"
 
 namespace railyard::vcluster {
-namespace {
 
-std::string RateText(uint64_t bits) {
-  return bits == 0 ? "unshaped" : base::FormatRateBits(static_cast<double>(bits));
+Result<topo::Cluster> TopologyOf(const ClusterState& state) {
+  const ClusterPlan& plan = state.plan;
+  topo::ClusterBuilder builder("vcluster-" + plan.spec.prefix);
+  builder.SetName("vcluster-" + plan.spec.prefix);
+  builder.SetLevels({"spine", "leaf"});
+  builder.AddSwitch("spine0", "spine", "", 0);
+  for (const LeafPlan& leaf : plan.leaves) {
+    builder.AddSwitch(leaf.name, "leaf", "spine0", plan.spec.spine_rate_bits);
+  }
+  for (const HostPlan& host : plan.hosts) {
+    if (host.leaf < 0 || static_cast<size_t>(host.leaf) >= plan.leaves.size()) {
+      return Internal("virtual cluster '{}': host {} is on leaf {}, but the plan has {} leaves",
+                      plan.spec.prefix, host.name, host.leaf, plan.leaves.size());
+    }
+    topo::Node node;
+    node.name = host.name;
+    node.address = host.address;
+    node.link_rate_bits = plan.spec.leaf_rate_bits;
+    builder.AddNode(std::move(node), plan.leaves[host.leaf].name);
+  }
+  Result<topo::Cluster> cluster = std::move(builder).Finish();
+  if (!cluster.ok()) {
+    return Internal("virtual cluster '{}' does not make a topology tree: {}", plan.spec.prefix,
+                    cluster.status().message());
+  }
+  return cluster;
 }
 
-}  // namespace
-
-std::string TopologyYaml(const ClusterState& state) {
-  const ClusterPlan& plan = state.plan;
+Result<std::string> TopologyYaml(const ClusterState& state) {
+  RY_ASSIGN_OR_RETURN(topo::Cluster cluster, TopologyOf(state));
+  // The writer's document is one block map, so a top-level key appended after it extends
+  // that map.
   YAML::Emitter out;
-  out << YAML::Comment("Railyard topology (schema: docs/formats.md). Written by `railyard vcluster up`.");
-  out << YAML::BeginMap;
-  out << YAML::Key << "version" << YAML::Value << 1;
-  out << YAML::Key << "name" << YAML::Value << ("vcluster-" + plan.spec.prefix);
-  out << YAML::Key << "levels" << YAML::Value << YAML::Flow << YAML::BeginSeq << "spine"
-      << "leaf" << YAML::EndSeq;
-  out << YAML::Key << "switches" << YAML::Value << YAML::BeginSeq;
-  out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << "spine0"
-      << YAML::Key << "level" << YAML::Value << "spine" << YAML::EndMap;
-  for (const auto& leaf : plan.leaves) {
-    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << leaf.name
-        << YAML::Key << "level" << YAML::Value << "leaf" << YAML::Key << "parent" << YAML::Value
-        << "spine0" << YAML::Key << "uplink_rate" << YAML::Value
-        << RateText(plan.spec.spine_rate_bits) << YAML::EndMap;
-  }
-  out << YAML::EndSeq;
-  out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
-  for (const auto& h : plan.hosts) {
-    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << h.name
-        << YAML::Key << "switch" << YAML::Value << plan.leaves[h.leaf].name << YAML::Key
-        << "address" << YAML::Value << h.address << YAML::Key << "link_rate" << YAML::Value
-        << RateText(plan.spec.leaf_rate_bits) << YAML::EndMap;
-  }
-  out << YAML::EndSeq;
-  out << YAML::Key << "vcluster" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "prefix" << YAML::Value << plan.spec.prefix;
-  out << YAML::Key << "mode" << YAML::Value << std::string(ModeName(plan.spec.mode));
+  out << YAML::BeginMap << YAML::Key << "vcluster" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "prefix" << YAML::Value << state.plan.spec.prefix;
+  out << YAML::Key << "mode" << YAML::Value << std::string(ModeName(state.plan.spec.mode));
   out << YAML::Key << "created" << YAML::Value << state.created;
-  out << YAML::EndMap;
-  out << YAML::EndMap;
-  return std::string(out.c_str()) + "\n";
+  out << YAML::EndMap << YAML::EndMap;
+  return "# Written by `railyard vcluster up`.\n" + topo::WriteTopologyYaml(cluster) + out.c_str() +
+         "\n";
 }
 
 }  // namespace railyard::vcluster

@@ -1,20 +1,31 @@
-// Writes a virtual cluster's topology as Railyard topology YAML, schema version 1.
+// A virtual cluster's topology as a topo::Cluster, and the file `vcluster up` writes from it.
 //
-// The schema is owned by the topology module (docs/formats.md); version 1 is its first,
-// small form: named levels top first, switches with their parent, nodes with the switch
-// they hang off, their address and link rate. Later versions add fields; readers must
-// ignore the "vcluster" section they do not know.
+// The tree is one spine ("spine0") over the plan's leaves, each host under its leaf with its
+// address; links carry the spec's nominal rates (0, unshaped, is left out), not the degraded
+// ones of `vcluster degrade`. The file is Railyard topology YAML written by topo's writer
+// (topo/yaml_format.h, schema in docs/formats.md), so it loads with topo::LoadTopology like
+// any other; after the tree it carries a `vcluster` section (prefix, mode, created) that
+// topology readers ignore.
 //
-// Thread-safety: pure function.
+//   RY_ASSIGN_OR_RETURN(std::string text, TopologyYaml(state));
+//   RY_RETURN_IF_ERROR(base::WriteFileAtomic(state.topology_file, text));
+//
+// Thread-safety: pure functions.
 #pragma once
 
 #include <string>
 
+#include "railyard/base/status.h"
+#include "railyard/topo/model.h"
 #include "railyard/vcluster/state.h"
 
 namespace railyard::vcluster {
 
-// The YAML text for `state` (rates as unit strings, e.g. "1Gbit/s"; "unshaped" when 0).
-std::string TopologyYaml(const ClusterState& state);
+// The cluster tree of `state`. INTERNAL when the plan does not make a tree (a bug in MakePlan:
+// duplicate names, a host on a missing leaf).
+Result<topo::Cluster> TopologyOf(const ClusterState& state);
+
+// The topology file's text: WriteTopologyYaml(TopologyOf(state)) plus the `vcluster` section.
+Result<std::string> TopologyYaml(const ClusterState& state);
 
 }  // namespace railyard::vcluster

@@ -271,7 +271,9 @@ Result<ClusterState> VirtualCluster::Up(const ClusterSpec& spec, const ProgressF
                                               built.message()));
     }
   }
-  Status saved = base::WriteFileAtomic(state.topology_file, TopologyYaml(state));
+  Result<std::string> topology = TopologyYaml(state);
+  Status saved = topology.ok() ? base::WriteFileAtomic(state.topology_file, *topology)
+                               : topology.status();
   if (saved.ok()) saved = Save(state);
   if (!saved.ok()) {
     DownLocked(spec.prefix, {}).status().IgnoreError();
