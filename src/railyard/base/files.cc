@@ -1,6 +1,5 @@
 #include "railyard/base/files.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -17,16 +16,16 @@
 namespace railyard::base {
 namespace {
 
-std::string DirName(const std::string& path) {
+std::atomic<uint64_t> temp_counter{0};
+
+}  // namespace
+
+std::string ParentDir(const std::string& path) {
   auto slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
   if (slash == 0) return "/";
   return path.substr(0, slash);
 }
-
-std::atomic<uint64_t> temp_counter{0};
-
-}  // namespace
 
 void UniqueFd::Reset(int fd) {
   if (fd_ >= 0) ::close(fd_);
@@ -78,27 +77,57 @@ Status FsyncDirectory(const std::string& dir) {
   return Status::Ok();
 }
 
-Status WriteFileAtomic(const std::string& path, std::string_view data, int mode) {
-  const std::string dir = DirName(path);
-  const std::string tmp =
-      fmt::format("{}.tmp.{}.{}", path, ::getpid(), temp_counter.fetch_add(1));
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
-  if (!fd.valid()) return ErrnoStatus(errno, fmt::format("cannot create '{}'", tmp));
-  auto cleanup = [&](Status st) {
-    ::unlink(tmp.c_str());
+Status ReplaceFileAtomic(const std::string& path, const AtomicReplaceSteps& steps) {
+  const std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), temp_counter.fetch_add(1));
+  Status st = steps.write_synced(tmp);
+  if (st.ok()) st = steps.rename(tmp, path);
+  if (!st.ok()) {
+    steps.remove(tmp);  // best effort; IsStaleTempFileName finds what is left after a crash
     return st;
+  }
+  // Without this fsync a crash can undo the rename: the directory entry is what changed.
+  return steps.sync_dir(ParentDir(path));
+}
+
+Status WriteFileAtomic(const std::string& path, std::string_view data, int mode) {
+  AtomicReplaceSteps steps;
+  steps.write_synced = [&](const std::string& tmp) -> Status {
+    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+    if (!fd.valid()) return ErrnoStatus(errno, fmt::format("cannot create '{}'", tmp));
+    RY_RETURN_IF_ERROR(WriteAll(fd.get(), data, fmt::format("'{}'", tmp)));
+    // The umask may have narrowed `mode` at creation; the caller asked for exactly it.
+    if (::fchmod(fd.get(), static_cast<mode_t>(mode)) != 0) {
+      return ErrnoStatus(errno, fmt::format("chmod of '{}'", tmp));
+    }
+    if (::fsync(fd.get()) != 0) return ErrnoStatus(errno, fmt::format("fsync of '{}'", tmp));
+    if (::close(fd.Release()) != 0) return ErrnoStatus(errno, fmt::format("close of '{}'", tmp));
+    return Status::Ok();
   };
-  Status st = WriteAll(fd.get(), data, fmt::format("'{}'", tmp));
-  if (!st.ok()) return cleanup(st);
-  if (::fchmod(fd.get(), static_cast<mode_t>(mode)) != 0) {
-    return cleanup(ErrnoStatus(errno, fmt::format("chmod of '{}'", tmp)));
+  steps.rename = [](const std::string& from, const std::string& to) -> Status {
+    if (::rename(from.c_str(), to.c_str()) != 0) {
+      return ErrnoStatus(errno, fmt::format("rename '{}' -> '{}'", from, to));
+    }
+    return Status::Ok();
+  };
+  steps.sync_dir = FsyncDirectory;
+  steps.remove = [](const std::string& tmp) { ::unlink(tmp.c_str()); };
+  return ReplaceFileAtomic(path, steps);
+}
+
+bool IsStaleTempFileName(std::string_view name) {
+  auto pos = name.rfind(".tmp.");
+  if (pos == std::string_view::npos) return false;
+  // "<target>.tmp.<pid>.<n>": pid between ".tmp." and the next dot.
+  std::string_view rest = name.substr(pos + 5);
+  auto dot = rest.find('.');
+  if (dot == 0 || dot == std::string_view::npos) return false;
+  pid_t pid = 0;
+  for (char c : rest.substr(0, dot)) {
+    if (c < '0' || c > '9' || pid > 100000000) return false;
+    pid = pid * 10 + (c - '0');
   }
-  if (::fsync(fd.get()) != 0) return cleanup(ErrnoStatus(errno, fmt::format("fsync of '{}'", tmp)));
-  fd.Reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return cleanup(ErrnoStatus(errno, fmt::format("rename '{}' -> '{}'", tmp, path)));
-  }
-  return FsyncDirectory(dir);
+  if (pid == ::getpid()) return false;
+  return ::kill(pid, 0) != 0 && errno == ESRCH;  // EPERM: alive, someone else's
 }
 
 Status MakeDirs(const std::string& dir) {
@@ -106,34 +135,6 @@ Status MakeDirs(const std::string& dir) {
   std::filesystem::create_directories(dir, ec);
   if (ec) return ErrnoStatus(ec.value(), fmt::format("cannot create directory '{}'", dir));
   return Status::Ok();
-}
-
-Result<int> RemoveStaleTempFiles(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return ErrnoStatus(errno, fmt::format("cannot open directory '{}'", dir));
-  int removed = 0;
-  while (dirent* e = ::readdir(d)) {
-    std::string_view name(e->d_name);
-    auto pos = name.rfind(".tmp.");
-    if (pos == std::string_view::npos) continue;
-    // "<target>.tmp.<pid>.<n>": pid between ".tmp." and the next dot.
-    std::string_view rest = name.substr(pos + 5);
-    auto dot = rest.find('.');
-    if (dot == std::string_view::npos) continue;
-    pid_t pid = 0;
-    bool digits = dot > 0;
-    for (char c : rest.substr(0, dot)) {
-      if (c < '0' || c > '9') digits = false;
-      else pid = pid * 10 + (c - '0');
-    }
-    if (!digits) continue;
-    if (pid != ::getpid() && (::kill(pid, 0) == 0 || errno == EPERM)) continue;  // alive
-    if (pid == ::getpid()) continue;
-    std::string full = dir + "/" + std::string(name);
-    if (::unlink(full.c_str()) == 0) ++removed;
-  }
-  ::closedir(d);
-  return removed;
 }
 
 Result<FileLock> FileLock::Acquire(const std::string& path, Deadline deadline) {

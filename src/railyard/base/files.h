@@ -1,14 +1,21 @@
 // File helpers: an owning file descriptor, whole-file reads, and atomic replacement.
 //
-// WriteFileAtomic is the commit primitive everything durable in Railyard rests on: the data
-// goes to a temporary file in the same directory, is fsync'ed, renamed over the target, and
-// the directory is fsync'ed, so a crash at any point leaves either the old file or the new
-// one, never a mix. Temporary files are named "<target>.tmp.<pid>.<n>" so leftovers of a
-// crash can be recognised (RemoveStaleTempFiles).
+// Atomic replacement is the commit primitive everything durable in Railyard rests on: the
+// data goes to a temporary file in the same directory, is fsync'ed, renamed over the target,
+// and the directory is fsync'ed, so a crash at any point leaves either the old file or the
+// new one, never a mix. Temporary files are named "<target>.tmp.<pid>.<n>" so leftovers of a
+// crash can be recognised (IsStaleTempFileName).
+//
+// The protocol is written once, in ReplaceFileAtomic, over a set of steps. Two callers supply
+// them: WriteFileAtomic below with POSIX calls (for modules under storage/: configuration,
+// topology and state files), and storage::WriteFileAtomic with a storage::Fs (for everything
+// storage/ writes, so that faults can be injected and an in-memory Fs can stand in). base/
+// cannot see storage::Fs (it lies above base), hence the steps rather than an Fs here.
 //
 // Thread-safety: free functions are safe to call concurrently on different paths.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -52,19 +59,37 @@ std::optional<std::string> ReadTrimmedFile(const std::string& path);
 // Writes all of `data` to fd, retrying short writes and EINTR.
 Status WriteAll(int fd, std::string_view data, std::string_view what);
 
-// Replaces `path` with `data` atomically and durably (see the header comment).
+// The file-system operations ReplaceFileAtomic is made of.
+struct AtomicReplaceSteps {
+  // Creates the new file `tmp`, writes all of the data, fsyncs and closes it.
+  std::function<Status(const std::string& tmp)> write_synced;
+  std::function<Status(const std::string& from, const std::string& to)> rename;
+  std::function<Status(const std::string& dir)> sync_dir;
+  // Best effort, after a failed write or rename: removes `tmp` if it is there.
+  std::function<void(const std::string& tmp)> remove;
+};
+
+// Replaces `path` through `steps` (see the header comment): writes "<path>.tmp.<pid>.<n>",
+// renames it over `path`, fsyncs ParentDir(path). Returns the first failing step's status;
+// the temporary file is removed when the write or the rename fails.
+Status ReplaceFileAtomic(const std::string& path, const AtomicReplaceSteps& steps);
+
+// Replaces `path` with `data` atomically and durably through POSIX calls.
 // `mode` applies to the new file. Errors name the path and the failing step.
 Status WriteFileAtomic(const std::string& path, std::string_view data, int mode = 0644);
+
+// True for "<target>.tmp.<pid>.<n>" (ReplaceFileAtomic's temporary files) when process <pid>
+// is no longer running: what a crash left behind, safe to remove.
+bool IsStaleTempFileName(std::string_view name);
+
+// "a/b/c" -> "a/b"; "c" -> "."; "/c" -> "/".
+std::string ParentDir(const std::string& path);
 
 // fsync of a directory, so a rename or create inside it survives a crash.
 Status FsyncDirectory(const std::string& dir);
 
 // Creates `dir` and its parents (mode 0755); OK when it exists.
 Status MakeDirs(const std::string& dir);
-
-// Removes "<name>.tmp.<pid>.<n>" files in `dir` whose pid is no longer alive.
-// Returns how many were removed.
-Result<int> RemoveStaleTempFiles(const std::string& dir);
 
 // An exclusive advisory lock (flock) on a lock file, released on destruction. Serialises
 // commands that change the same on-disk state from different processes.

@@ -8,6 +8,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "railyard/base/temp_dir_testing.h"
 
@@ -81,11 +83,49 @@ TEST_F(FilesTest, CrashMidWriteKeepsOldContent) {
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   ASSERT_EQ(WEXITSTATUS(status), 0);
   EXPECT_EQ(*ReadFile(path), "committed");
-  auto removed = RemoveStaleTempFiles(dir_);
-  ASSERT_TRUE(removed.ok());
-  EXPECT_EQ(*removed, 1);
-  EXPECT_FALSE(PathExists(path + ".tmp." + std::to_string(pid) + ".0"));
-  EXPECT_TRUE(PathExists(path));
+  // The dead writer's temporary file is recognised as stale; a live process's is not.
+  EXPECT_TRUE(IsStaleTempFileName("ckpt.tmp." + std::to_string(pid) + ".0"));
+  EXPECT_FALSE(IsStaleTempFileName("ckpt.tmp." + std::to_string(::getpid()) + ".0"));
+  EXPECT_FALSE(IsStaleTempFileName("ckpt.tmp.12x.0"));
+  EXPECT_FALSE(IsStaleTempFileName("ckpt.tmp..0"));
+  EXPECT_FALSE(IsStaleTempFileName("ckpt"));
+}
+
+TEST_F(FilesTest, ReplaceRunsTheStepsInOrderAndCleansUpAFailedRename) {
+  std::vector<std::string> calls;
+  AtomicReplaceSteps steps;
+  steps.write_synced = [&](const std::string& tmp) {
+    calls.push_back("write " + tmp);
+    return Status::Ok();
+  };
+  steps.rename = [&](const std::string& from, const std::string& to) {
+    calls.push_back("rename " + from + " " + to);
+    return ErrnoStatus(EIO, "rename (injected)");
+  };
+  steps.sync_dir = [&](const std::string& dir) {
+    calls.push_back("sync " + dir);
+    return Status::Ok();
+  };
+  steps.remove = [&](const std::string& tmp) { calls.push_back("remove " + tmp); };
+  Status st = ReplaceFileAtomic("/d/f", steps);
+  EXPECT_EQ(st.code(), StatusCode::kInternal) << st.ToString();
+  ASSERT_EQ(calls.size(), 3u);
+  const std::string tmp = calls[0].substr(6);
+  EXPECT_EQ(tmp.rfind("/d/f.tmp." + std::to_string(::getpid()) + ".", 0), 0u) << tmp;
+  EXPECT_EQ(calls[1], "rename " + tmp + " /d/f");
+  EXPECT_EQ(calls[2], "remove " + tmp);  // no directory fsync after a failure
+
+  calls.clear();
+  steps.rename = [&](const std::string&, const std::string&) { return Status::Ok(); };
+  ASSERT_TRUE(ReplaceFileAtomic("/d/f", steps).ok());
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[1], "sync /d");
+}
+
+TEST(ParentDirTest, Cases) {
+  EXPECT_EQ(ParentDir("a/b/c"), "a/b");
+  EXPECT_EQ(ParentDir("c"), ".");
+  EXPECT_EQ(ParentDir("/c"), "/");
 }
 
 TEST_F(FilesTest, MakeDirsIsIdempotent) {

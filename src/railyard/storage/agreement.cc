@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "railyard/storage/fs.h"
+#include "railyard/storage/fs_util.h"
 
 namespace railyard::storage {
 

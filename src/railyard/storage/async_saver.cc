@@ -6,6 +6,7 @@
 #include "railyard/base/clock.h"
 #include "railyard/base/logging.h"
 #include "railyard/base/units.h"
+#include "railyard/storage/aligned_buffer.h"
 #include "railyard/storage/task_pool.h"
 
 namespace railyard::storage {

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "railyard/base/status.h"
+#include "railyard/storage/aligned_buffer.h"
 #include "railyard/storage/checkpoint.h"
 #include "railyard/storage/fs.h"
 #include "railyard/storage/page_snapshot.h"

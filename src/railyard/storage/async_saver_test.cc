@@ -1,10 +1,9 @@
 #include "railyard/storage/async_saver.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <cstring>
@@ -12,6 +11,7 @@
 #include <thread>
 
 #include "railyard/storage/checkpoint_reader.h"
+#include "railyard/storage/fault_injection_fs.h"
 
 namespace railyard::storage {
 namespace {

@@ -1,8 +1,5 @@
 #include "railyard/storage/checkpoint.h"
 
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -11,30 +8,17 @@
 #include <thread>
 
 #include "railyard/base/checksum.h"
+#include "railyard/base/files.h"
 #include "railyard/base/logging.h"
+#include "railyard/storage/aligned_buffer.h"
 #include "railyard/storage/checkpoint_reader.h"
+#include "railyard/storage/fs_util.h"
 #include "railyard/storage/task_pool.h"
 
 namespace railyard::storage {
 namespace {
 
 const base::Logger kLog("ckpt");
-
-// "<name>.tmp.<pid>.<n>" with <pid> no longer running (WriteFileAtomic's temporary files).
-bool IsStaleTempFile(const std::string& name) {
-  auto pos = name.rfind(".tmp.");
-  if (pos == std::string::npos) return false;
-  std::string_view rest = std::string_view(name).substr(pos + 5);
-  auto dot = rest.find('.');
-  if (dot == 0 || dot == std::string_view::npos) return false;
-  pid_t pid = 0;
-  for (char c : rest.substr(0, dot)) {
-    if (c < '0' || c > '9' || pid > 100000000) return false;
-    pid = pid * 10 + (c - '0');
-  }
-  if (pid == ::getpid()) return false;
-  return ::kill(pid, 0) != 0 && errno == ESRCH;
-}
 
 // Checks one view and fills in its offsets/sizes when it stands for the whole tensor.
 Status NormalizeView(const TensorView& in, TensorView* out) {
@@ -128,7 +112,7 @@ Result<int> RemoveLeftovers(Fs& fs, const std::string& dir) {
     if (e.is_dir && e.name.starts_with(".tmp-")) {
       RY_RETURN_IF_ERROR(RemoveTree(fs, path).WithContext("removing a crashed save's leftovers"));
       ++removed;
-    } else if (!e.is_dir && IsStaleTempFile(e.name)) {
+    } else if (!e.is_dir && base::IsStaleTempFileName(e.name)) {
       RY_RETURN_IF_ERROR(fs.RemoveFile(path).WithContext("removing a stale temporary file"));
       ++removed;
     }

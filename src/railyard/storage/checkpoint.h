@@ -47,6 +47,7 @@
 #include "railyard/base/clock.h"
 #include "railyard/base/status.h"
 #include "railyard/storage/agreement.h"
+#include "railyard/storage/aligned_buffer.h"
 #include "railyard/storage/fs.h"
 #include "railyard/storage/lustre.h"
 #include "railyard/storage/manifest.h"

@@ -1,23 +1,24 @@
 // Crash consistency, full disks and read-only directories: the previous checkpoint must
 // always survive, bit for bit, and nothing half-written may ever load.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <functional>
+#include <iostream>
 #include <thread>
 
 #include "railyard/base/files.h"
 #include "railyard/storage/checkpoint.h"
 #include "railyard/storage/checkpoint_reader.h"
+#include "railyard/storage/fault_injection_fs.h"
+#include "railyard/storage/fs_util.h"
 
 namespace railyard::storage {
 namespace {

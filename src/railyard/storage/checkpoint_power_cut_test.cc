@@ -13,7 +13,9 @@
 
 #include "railyard/storage/checkpoint.h"
 #include "railyard/storage/checkpoint_reader.h"
+#include "railyard/storage/fs_util.h"
 #include "railyard/storage/mem_fs.h"
+#include "railyard/storage/power_cut_fs.h"
 
 namespace railyard::storage {
 namespace {

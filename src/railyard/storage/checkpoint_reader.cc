@@ -6,7 +6,9 @@
 
 #include "railyard/base/checksum.h"
 #include "railyard/base/logging.h"
+#include "railyard/storage/aligned_buffer.h"
 #include "railyard/storage/checkpoint.h"
+#include "railyard/storage/fs_util.h"
 #include "railyard/storage/task_pool.h"
 
 namespace railyard::storage {

@@ -35,6 +35,7 @@
 
 #include "railyard/base/checksum.h"
 #include "railyard/base/status.h"
+#include "railyard/storage/aligned_buffer.h"
 #include "railyard/storage/fs.h"
 #include "railyard/storage/manifest.h"
 

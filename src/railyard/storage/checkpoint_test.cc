@@ -1,10 +1,9 @@
 #include "railyard/storage/checkpoint.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <cstring>
 #include <filesystem>
@@ -12,6 +11,7 @@
 #include <thread>
 
 #include "railyard/base/files.h"
+#include "railyard/storage/aligned_buffer.h"
 #include "railyard/storage/checkpoint_reader.h"
 
 namespace railyard::storage {

@@ -1,5 +1,6 @@
 #include "railyard/storage/ckpt_bench.h"
 
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -12,15 +13,14 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <sstream>
 #include <thread>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include "railyard/base/files.h"
 #include "railyard/storage/agreement.h"
+#include "railyard/storage/aligned_buffer.h"
 #include "railyard/storage/async_saver.h"
 #include "railyard/storage/checkpoint.h"
 #include "railyard/storage/checkpoint_reader.h"

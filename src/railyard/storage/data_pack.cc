@@ -18,6 +18,7 @@
 #include "railyard/base/clock.h"
 #include "railyard/base/config.h"
 #include "railyard/base/files.h"
+#include "railyard/storage/fs_util.h"
 
 namespace railyard::storage {
 namespace {
@@ -129,7 +130,7 @@ Result<PackStats> PackSamples(uint64_t count, const SampleSource& source, std::s
   if (options.shard_bytes == 0) return InvalidArgument("shard size must be greater than 0");
   const auto start = base::Clock::now();
   RY_RETURN_IF_ERROR(base::MakeDirs(out_dir));
-  base::RemoveStaleTempFiles(out_dir).status().IgnoreError();  // best effort
+  RemoveStaleTempFiles(*DefaultFs(), out_dir).status().IgnoreError();  // best effort
   const std::string index_path = JoinPath(out_dir, kDataIndexFile);
   if (base::PathExists(index_path)) {
     if (!options.overwrite) {

@@ -1,10 +1,12 @@
 // The storage backend: the file operations checkpoints and data shards are built from.
 //
 // In the spirit of LevelDB's Env, everything storage/ does to a file system goes through an
-// `Fs`, so that tests can put a forwarding wrapper in between that fails the Nth write with
-// ENOSPC, or stops the process at the Nth fsync to simulate a crash (FaultInjectionFs), and so
-// that parallel-file-system specifics (Lustre striping) plug in as a `LayoutHook` without the
-// checkpoint code knowing about them.
+// `Fs`, so that tests can put a forwarding wrapper in between that fails the Nth operation
+// (FaultInjectionFs, fault_injection_fs.h) or stand an in-memory file system in
+// (NewMemFs, mem_fs.h), and so that parallel-file-system specifics (Lustre striping) plug in
+// as a `LayoutHook` without the checkpoint code knowing about them. Helpers over any Fs
+// (MakeDirs, WriteFileAtomic, ...) are in fs_util.h; aligned memory for O_DIRECT in
+// aligned_buffer.h.
 //
 //   Fs* fs = DefaultFs();                                   // plain POSIX, no layout hook
 //   auto fs = NewPosixFs(std::make_shared<LustreLayoutHook>(StripeOptions{}));
@@ -25,10 +27,8 @@
 // PWrites finished. A ReadableFile's PRead may be called concurrently.
 #pragma once
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -37,15 +37,6 @@
 #include "railyard/base/status.h"
 
 namespace railyard::storage {
-
-// O_DIRECT transfers must start at, and be a multiple of, this many bytes (the largest
-// logical block size in practice), and their memory must be aligned to it.
-inline constexpr size_t kDirectIoAlignment = 4096;
-
-// Rounds up to a multiple of `alignment` (a power of two).
-constexpr uint64_t AlignUp(uint64_t n, uint64_t alignment) {
-  return (n + alignment - 1) & ~(alignment - 1);
-}
 
 struct OpenOptions {
   // Ask for O_DIRECT. When the file system refuses it (tmpfs answers EINVAL), the file is
@@ -67,8 +58,8 @@ class WritableFile {
   virtual ~WritableFile() = default;
   virtual const std::string& path() const = 0;
   // Writes all n bytes at `offset`. With direct(), offset, n and data must be aligned to
-  // kDirectIoAlignment. If the kernel refuses a direct write with EINVAL, the file falls back
-  // to buffered I/O for good (direct() turns false) and the write is retried.
+  // kDirectIoAlignment (aligned_buffer.h). If the kernel refuses a direct write with EINVAL, the
+  // file falls back to buffered I/O for good (direct() turns false) and the write is retried.
   virtual Status PWrite(uint64_t offset, const void* data, size_t n) = 0;
   // Reserves `length` bytes for the file up front (fallocate), so that extents written in
   // parallel land contiguously on disk and a full disk fails before any data is written.
@@ -132,7 +123,7 @@ class Fs {
   virtual ~Fs() = default;
 
   virtual Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path,
-                                                                 const OpenOptions& options) = 0;
+                                                                const OpenOptions& options) = 0;
   // options.direct and options.sequential apply.
   virtual Result<std::unique_ptr<ReadableFile>> NewReadableFile(
       const std::string& path, const OpenOptions& options = {}) = 0;
@@ -158,119 +149,5 @@ Fs* DefaultFs();
 
 // A POSIX backend that calls `hook` (may be null) before creating data files.
 std::unique_ptr<Fs> NewPosixFs(std::shared_ptr<LayoutHook> hook);
-
-// ---- Helpers over any Fs ----
-
-// Creates `dir` and its missing parents, and fsyncs the parent of each directory it created,
-// so that the new directories survive a crash (what is later made durable inside them would
-// otherwise be lost with them).
-Status MakeDirs(Fs& fs, const std::string& dir);
-
-// Removes a file or a directory tree (does not follow symlinks). OK when absent.
-Status RemoveTree(Fs& fs, const std::string& path);
-
-Result<std::string> ReadWholeFile(Fs& fs, const std::string& path);
-
-// Replaces `path` with `data` so that a crash leaves the old or the new content: writes
-// "<path>.tmp.<pid>.<n>" (the naming base::RemoveStaleTempFiles recognises), fsyncs it, renames
-// it over `path` and fsyncs the directory. The temporary file is removed on failure.
-Status WriteFileAtomic(Fs& fs, const std::string& path, std::string_view data);
-
-// Creates (or truncates) `path` and writes `data`, then with `sync` fsyncs the file. Not
-// atomic, and the name is not durable until its directory is fsynced. For files in a
-// directory that becomes visible (by a rename) only after everything in it is durable, where
-// WriteFileAtomic's temporary file, rename and directory fsync would buy nothing.
-Status WriteNewFile(Fs& fs, const std::string& path, std::string_view data, bool sync);
-
-// "a/b/c" -> "a/b"; "c" -> "."; "/c" -> "/".
-std::string ParentDir(const std::string& path);
-
-// ---- Fault injection ----
-
-enum class FsOp { kCreate, kWrite, kSync, kRename, kRemove, kMkdir, kSyncDir };
-std::string_view FsOpName(FsOp op);
-
-struct FsOpInfo {
-  FsOp op;
-  std::string path;
-  uint64_t seq = 0;  // 1-based count of mutating operations through this wrapper
-};
-
-// Forwards to `base` (not owned; must outlive it), calling a hook before every mutating
-// operation: creates, writes, syncs, renames, removals and mkdirs. A non-OK status from the
-// hook fails the operation without forwarding it. The hook may also block, or end the
-// process, to simulate a crash at a chosen point. Reads and listings are not intercepted.
-// Thread-safety: as Fs; the hook is called from whichever thread runs the operation, so it
-// must be thread-safe. Set hooks before sharing the object.
-class FaultInjectionFs final : public Fs {
- public:
-  using Hook = std::function<Status(const FsOpInfo&)>;
-  explicit FaultInjectionFs(Fs* base) : base_(base) {}
-
-  void SetHook(Hook hook) { hook_ = std::move(hook); }
-  // The nth (1-based, counted from this call) operation of kind `op` fails with
-  // ErrnoStatus(err, ...) naming the operation and path; later ones succeed. Replaces the hook.
-  void FailNth(FsOp op, uint64_t n, int err);
-  // Mutating operations seen so far (failed ones included).
-  uint64_t op_count() const { return seq_.load(); }
-
-  Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path,
-                                                         const OpenOptions& options) override;
-  Result<std::unique_ptr<ReadableFile>> NewReadableFile(
-      const std::string& path, const OpenOptions& options = {}) override {
-    return base_->NewReadableFile(path, options);
-  }
-  Status CreateDir(const std::string& path) override;
-  Status Rename(const std::string& from, const std::string& to) override;
-  Status RemoveFile(const std::string& path) override;
-  Status RemoveDir(const std::string& path) override;
-  Result<std::vector<DirEntry>> ListDir(const std::string& dir) override {
-    return base_->ListDir(dir);
-  }
-  Result<FsStats> StatFs(const std::string& path) override { return base_->StatFs(path); }
-  Status SyncDir(const std::string& dir) override;
-  Result<uint64_t> FileSize(const std::string& path) override { return base_->FileSize(path); }
-  bool Exists(const std::string& path) override { return base_->Exists(path); }
-
-  // Used by the wrapped files.
-  Status Intercept(FsOp op, const std::string& path);
-
- private:
-  Fs* base_;
-  Hook hook_;
-  std::atomic<uint64_t> seq_{0};
-};
-
-// ---- Aligned memory ----
-
-// A heap buffer aligned to kDirectIoAlignment, for O_DIRECT transfers and staging. Buffers of
-// 4 MiB and more are aligned to 2 MiB and advised as transparent-huge-page candidates
-// (MADV_HUGEPAGE): copies into a large staging buffer run markedly faster with fewer TLB
-// misses, in virtual machines especially. Move-only.
-class AlignedBuffer {
- public:
-  AlignedBuffer() = default;
-  AlignedBuffer(AlignedBuffer&& other) noexcept;
-  AlignedBuffer& operator=(AlignedBuffer&& other) noexcept;
-  AlignedBuffer(const AlignedBuffer&) = delete;
-  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
-  ~AlignedBuffer();
-
-  // Makes size() == n; reallocates only when n exceeds the capacity (contents are then lost).
-  // RESOURCE_EXHAUSTED when the allocation fails.
-  Status Resize(size_t n);
-  // Writes to every page of the capacity once, so that later copies into the buffer do not
-  // stop at page faults (the first touch of fresh memory is the slow part of a first copy).
-  void Prefault();
-  uint8_t* data() { return data_; }
-  const uint8_t* data() const { return data_; }
-  size_t size() const { return size_; }
-  size_t capacity() const { return capacity_; }
-
- private:
-  uint8_t* data_ = nullptr;
-  size_t size_ = 0;
-  size_t capacity_ = 0;
-};
 
 }  // namespace railyard::storage

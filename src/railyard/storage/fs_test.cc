@@ -1,12 +1,14 @@
 #include "railyard/storage/fs.h"
 
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
 
+#include "railyard/storage/aligned_buffer.h"
+#include "railyard/storage/fault_injection_fs.h"
+#include "railyard/storage/fs_util.h"
 #include "railyard/storage/task_pool.h"
 
 namespace railyard::storage {

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 
+#include "railyard/base/files.h"
 #include "railyard/base/logging.h"
 
 namespace railyard::storage {
@@ -91,7 +92,7 @@ Status CreateStriped(const std::string& path, const StripeOptions& options, int 
 }
 
 Status LustreLayoutHook::PrepareFile(const std::string& path, int mode) {
-  const std::string dir = ParentDir(path);
+  const std::string dir = base::ParentDir(path);
   bool lustre = false;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -10,6 +10,7 @@
 #include "railyard/base/checksum.h"
 #include "railyard/base/config.h"
 #include "railyard/storage/fs.h"
+#include "railyard/storage/fs_util.h"
 
 namespace railyard::storage {
 namespace {

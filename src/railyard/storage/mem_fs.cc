@@ -5,13 +5,17 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace railyard::storage {
+namespace {
 
 // A file or a directory. The durable_* members are what a power cut keeps.
-struct MemFs::Inode {
+struct Inode {
   bool is_dir = false;
   std::string data;
   std::string durable_data;
@@ -19,16 +23,13 @@ struct MemFs::Inode {
   std::map<std::string, std::shared_ptr<Inode>> durable_entries;
 };
 
-struct MemFs::State {
+// Shared by the file system and its open files, so a file can tell that a power cut
+// happened after it was opened.
+struct State {
   std::mutex mu;
   std::shared_ptr<Inode> root = std::make_shared<Inode>(Inode{.is_dir = true});
   uint64_t generation = 0;  // bumped by PowerCut: older file handles are dead
 };
-
-namespace {
-
-using Inode = MemFs::Inode;
-using State = MemFs::State;
 
 // "/a//b/./c" -> {"a", "b", "c"}; ".." goes one level up (there are no symlinks).
 std::vector<std::string> Split(const std::string& path) {
@@ -48,7 +49,7 @@ std::vector<std::string> Split(const std::string& path) {
   return out;
 }
 
-// The inode at `parts` (all of them), or an errno.
+// The inode at the first n of `parts`, or an errno.
 int Walk(const State& s, const std::vector<std::string>& parts, size_t n,
          std::shared_ptr<Inode>* out) {
   std::shared_ptr<Inode> at = s.root;
@@ -60,11 +61,6 @@ int Walk(const State& s, const std::vector<std::string>& parts, size_t n,
   }
   *out = std::move(at);
   return 0;
-}
-
-int Lookup(const State& s, const std::string& path, std::shared_ptr<Inode>* out) {
-  std::vector<std::string> parts = Split(path);
-  return Walk(s, parts, parts.size(), out);
 }
 
 // The directory holding `path` and the last component; EINVAL for the root itself.
@@ -79,33 +75,68 @@ int LookupParent(const State& s, const std::string& path, std::shared_ptr<Inode>
   return 0;
 }
 
-Status Dead(const std::string& path) {
-  return Unavailable("'{}' was opened before a power cut", path);
+// What a node at a path must be for an operation to accept it.
+enum class Want { kAny, kFile, kDir };
+
+// The inode at `path` (State::mu held), or ErrnoStatus naming `what`: ENOENT/ENOTDIR on the
+// way, EISDIR or ENOTDIR when it is not what `want` asks for.
+Result<std::shared_ptr<Inode>> Find(const State& s, const std::string& path, Want want,
+                                    std::string_view what) {
+  std::vector<std::string> parts = Split(path);
+  std::shared_ptr<Inode> inode;
+  int err = Walk(s, parts, parts.size(), &inode);
+  if (err == 0 && want == Want::kFile && inode->is_dir) err = EISDIR;
+  if (err == 0 && want == Want::kDir && !inode->is_dir) err = ENOTDIR;
+  if (err != 0) return ErrnoStatus(err, fmt::format("{} '{}'", what, path));
+  return inode;
 }
 
-class MemWritableFile final : public WritableFile {
+// A handle on an inode that goes dead when the power is cut after it was opened.
+class Handle {
  public:
-  MemWritableFile(std::shared_ptr<State> state, std::shared_ptr<Inode> inode, std::string path)
+  Handle(std::shared_ptr<State> state, std::shared_ptr<Inode> inode, std::string path)
       : state_(std::move(state)),
         inode_(std::move(inode)),
         path_(std::move(path)),
         generation_(state_->generation) {}
 
-  const std::string& path() const override { return path_; }
+  // Runs fn(inode) under the file system's lock, unless the handle is dead.
+  template <typename Fn>
+  auto Locked(Fn fn) const -> decltype(fn(std::declval<Inode&>())) {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (generation_ != state_->generation) {
+      return Unavailable("'{}' was opened before a power cut", path_);
+    }
+    return fn(*inode_);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::shared_ptr<State> state_;
+  std::shared_ptr<Inode> inode_;
+  std::string path_;
+  uint64_t generation_;
+};
+
+class MemWritableFile final : public WritableFile {
+ public:
+  explicit MemWritableFile(Handle handle) : h_(std::move(handle)) {}
+
+  const std::string& path() const override { return h_.path(); }
   bool direct() const override { return false; }
 
   Status PWrite(uint64_t offset, const void* data, size_t n) override {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    if (generation_ != state_->generation) return Dead(path_);
-    if (inode_->data.size() < offset + n) inode_->data.resize(offset + n, '\0');
-    std::memcpy(inode_->data.data() + offset, data, n);
-    return Status::Ok();
+    return h_.Locked([&](Inode& inode) {
+      if (inode.data.size() < offset + n) inode.data.resize(offset + n, '\0');
+      std::memcpy(inode.data.data() + offset, data, n);
+      return Status::Ok();
+    });
   }
   Status Allocate(uint64_t length) override {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    if (generation_ != state_->generation) return Dead(path_);
-    if (inode_->data.size() < length) inode_->data.resize(length, '\0');
-    return Status::Ok();
+    return h_.Locked([&](Inode& inode) {
+      if (inode.data.size() < length) inode.data.resize(length, '\0');
+      return Status::Ok();
+    });
   }
   Status Write(std::string_view data) override {
     RY_RETURN_IF_ERROR(PWrite(append_offset_, data.data(), data.size()));
@@ -115,116 +146,153 @@ class MemWritableFile final : public WritableFile {
   Status StartWriteback(uint64_t, uint64_t) override { return Alive(); }
   Status DropCache(uint64_t, uint64_t) override { return Alive(); }
   Status Sync() override {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    if (generation_ != state_->generation) return Dead(path_);
-    inode_->durable_data = inode_->data;
-    return Status::Ok();
+    return h_.Locked([](Inode& inode) {
+      inode.durable_data = inode.data;
+      return Status::Ok();
+    });
   }
   Status Close() override { return Alive(); }
 
  private:
   Status Alive() {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    return generation_ == state_->generation ? Status::Ok() : Dead(path_);
+    return h_.Locked([](Inode&) { return Status::Ok(); });
   }
 
-  std::shared_ptr<State> state_;
-  std::shared_ptr<Inode> inode_;
-  std::string path_;
-  uint64_t generation_;
+  Handle h_;
   uint64_t append_offset_ = 0;
 };
 
 class MemReadableFile final : public ReadableFile {
  public:
-  MemReadableFile(std::shared_ptr<State> state, std::shared_ptr<Inode> inode, std::string path)
-      : state_(std::move(state)),
-        inode_(std::move(inode)),
-        path_(std::move(path)),
-        generation_(state_->generation) {}
+  explicit MemReadableFile(Handle handle) : h_(std::move(handle)) {}
 
-  const std::string& path() const override { return path_; }
+  const std::string& path() const override { return h_.path(); }
   bool direct() const override { return false; }
 
   Result<uint64_t> Size() const override {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    if (generation_ != state_->generation) return Dead(path_);
-    return static_cast<uint64_t>(inode_->data.size());
+    return h_.Locked(
+        [](Inode& inode) -> Result<uint64_t> { return static_cast<uint64_t>(inode.data.size()); });
   }
   Status PRead(uint64_t offset, void* out, size_t n) const override {
-    std::lock_guard<std::mutex> lock(state_->mu);
-    if (generation_ != state_->generation) return Dead(path_);
-    const uint64_t size = inode_->data.size();
-    if (offset + n > size) {
-      return DataLoss("'{}' ends at byte {}, expected bytes [{}, {}) (truncated file)", path_, size,
-                      offset, offset + n);
-    }
-    std::memcpy(out, inode_->data.data() + offset, n);
-    return Status::Ok();
+    return h_.Locked([&](Inode& inode) {
+      const uint64_t size = inode.data.size();
+      if (offset + n > size) {
+        return DataLoss("'{}' ends at byte {}, expected bytes [{}, {}) (truncated file)", path(),
+                        size, offset, offset + n);
+      }
+      std::memcpy(out, inode.data.data() + offset, n);
+      return Status::Ok();
+    });
   }
 
  private:
-  std::shared_ptr<State> state_;
-  std::shared_ptr<Inode> inode_;
-  std::string path_;
-  uint64_t generation_;
+  Handle h_;
 };
 
-}  // namespace
-
-MemFs::MemFs() : state_(std::make_shared<State>()) {}
-MemFs::~MemFs() = default;
-
-std::unique_ptr<MemFs> NewMemFs() { return std::make_unique<MemFs>(); }
-
-Result<std::unique_ptr<WritableFile>> MemFs::NewWritableFile(const std::string& path,
-                                                             const OpenOptions&) {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  std::shared_ptr<Inode> dir;
-  std::string name;
-  if (int err = LookupParent(*state_, path, &dir, &name); err != 0) {
-    return ErrnoStatus(err, fmt::format("cannot create '{}'", path));
+class MemFsImpl final : public MemFs {
+ public:
+  Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path,
+                                                        const OpenOptions&) override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    std::shared_ptr<Inode> dir;
+    std::string name;
+    if (int err = LookupParent(*state_, path, &dir, &name); err != 0) {
+      return ErrnoStatus(err, fmt::format("cannot create '{}'", path));
+    }
+    std::shared_ptr<Inode>& slot = dir->entries[name];
+    if (slot == nullptr) {
+      slot = std::make_shared<Inode>();
+    } else if (slot->is_dir) {
+      return ErrnoStatus(EISDIR, fmt::format("cannot create '{}'", path));
+    } else {
+      slot->data.clear();  // O_TRUNC
+    }
+    return std::unique_ptr<WritableFile>(
+        std::make_unique<MemWritableFile>(Handle(state_, slot, path)));
   }
-  std::shared_ptr<Inode>& slot = dir->entries[name];
-  if (slot == nullptr) {
-    slot = std::make_shared<Inode>();
-  } else if (slot->is_dir) {
-    return ErrnoStatus(EISDIR, fmt::format("cannot create '{}'", path));
-  } else {
-    slot->data.clear();  // O_TRUNC
-  }
-  return std::unique_ptr<WritableFile>(std::make_unique<MemWritableFile>(state_, slot, path));
-}
 
-Result<std::unique_ptr<ReadableFile>> MemFs::NewReadableFile(const std::string& path,
-                                                             const OpenOptions&) {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  std::shared_ptr<Inode> inode;
-  if (int err = Lookup(*state_, path, &inode); err != 0) {
-    return ErrnoStatus(err, fmt::format("cannot open '{}'", path));
+  Result<std::unique_ptr<ReadableFile>> NewReadableFile(const std::string& path,
+                                                        const OpenOptions&) override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    RY_ASSIGN_OR_RETURN(std::shared_ptr<Inode> inode,
+                        Find(*state_, path, Want::kFile, "cannot open"));
+    return std::unique_ptr<ReadableFile>(
+        std::make_unique<MemReadableFile>(Handle(state_, inode, path)));
   }
-  if (inode->is_dir) return ErrnoStatus(EISDIR, fmt::format("cannot open '{}'", path));
-  return std::unique_ptr<ReadableFile>(std::make_unique<MemReadableFile>(state_, inode, path));
-}
 
-Status MemFs::CreateDir(const std::string& path) {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  std::shared_ptr<Inode> dir;
-  std::string name;
-  if (int err = LookupParent(*state_, path, &dir, &name); err != 0) {
-    if (err == EINVAL) return Status::Ok();  // the root
-    return ErrnoStatus(err, fmt::format("cannot create directory '{}'", path));
+  Status CreateDir(const std::string& path) override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    std::shared_ptr<Inode> dir;
+    std::string name;
+    if (int err = LookupParent(*state_, path, &dir, &name); err != 0) {
+      if (err == EINVAL) return Status::Ok();  // the root
+      return ErrnoStatus(err, fmt::format("cannot create directory '{}'", path));
+    }
+    auto it = dir->entries.find(name);
+    if (it != dir->entries.end()) {
+      if (it->second->is_dir) return Status::Ok();
+      return ErrnoStatus(EEXIST, fmt::format("cannot create directory '{}'", path));
+    }
+    dir->entries[name] = std::make_shared<Inode>(Inode{.is_dir = true});
+    return Status::Ok();
   }
-  auto it = dir->entries.find(name);
-  if (it != dir->entries.end()) {
-    if (it->second->is_dir) return Status::Ok();
-    return ErrnoStatus(EEXIST, fmt::format("cannot create directory '{}'", path));
-  }
-  dir->entries[name] = std::make_shared<Inode>(Inode{.is_dir = true});
-  return Status::Ok();
-}
 
-Status MemFs::Rename(const std::string& from, const std::string& to) {
+  Status Rename(const std::string& from, const std::string& to) override;
+
+  Status RemoveFile(const std::string& path) override {
+    return Remove(path, Want::kFile, fmt::format("remove '{}'", path));
+  }
+  Status RemoveDir(const std::string& path) override {
+    return Remove(path, Want::kDir, fmt::format("remove directory '{}'", path));
+  }
+
+  Result<std::vector<DirEntry>> ListDir(const std::string& dir) override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    RY_ASSIGN_OR_RETURN(std::shared_ptr<Inode> inode,
+                        Find(*state_, dir, Want::kDir, "cannot list directory"));
+    std::vector<DirEntry> out;
+    for (const auto& [name, child] : inode->entries) out.push_back({name, child->is_dir});
+    return out;
+  }
+
+  Result<FsStats> StatFs(const std::string& path) override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    RY_RETURN_IF_ERROR(Find(*state_, path, Want::kAny, "statfs").status());
+    return FsStats{.type = 0x01021994,  // tmpfs
+                   .block_size = 4096,
+                   .total_bytes = uint64_t{1} << 40,
+                   .free_bytes = uint64_t{1} << 40};
+  }
+
+  Status SyncDir(const std::string& dir) override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    RY_ASSIGN_OR_RETURN(std::shared_ptr<Inode> inode,
+                        Find(*state_, dir, Want::kDir, "fsync of directory"));
+    inode->durable_entries = inode->entries;
+    return Status::Ok();
+  }
+
+  Result<uint64_t> FileSize(const std::string& path) override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    RY_ASSIGN_OR_RETURN(std::shared_ptr<Inode> inode, Find(*state_, path, Want::kAny, "stat"));
+    return static_cast<uint64_t>(inode->data.size());
+  }
+
+  bool Exists(const std::string& path) override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    return Find(*state_, path, Want::kAny, "stat").ok();
+  }
+
+  void PowerCut() override;
+
+ private:
+  // unlink (want kFile) or rmdir (want kDir) of `path`; `what` names the operation.
+  Status Remove(const std::string& path, Want want, const std::string& what);
+
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+};
+
+Status MemFsImpl::Rename(const std::string& from, const std::string& to) {
   std::lock_guard<std::mutex> lock(state_->mu);
   const std::string what = fmt::format("rename '{}' -> '{}'", from, to);
   std::shared_ptr<Inode> from_dir, to_dir;
@@ -260,86 +328,25 @@ Status MemFs::Rename(const std::string& from, const std::string& to) {
   return Status::Ok();
 }
 
-Status MemFs::RemoveFile(const std::string& path) {
+Status MemFsImpl::Remove(const std::string& path, Want want, const std::string& what) {
   std::lock_guard<std::mutex> lock(state_->mu);
-  const std::string what = fmt::format("remove '{}'", path);
+  const bool dir_wanted = want == Want::kDir;
   std::shared_ptr<Inode> dir;
   std::string name;
   if (int err = LookupParent(*state_, path, &dir, &name); err != 0) {
-    return ErrnoStatus(err == EINVAL ? EISDIR : err, what);
+    // The root: unlink says EISDIR, rmdir EBUSY, as Linux does.
+    return ErrnoStatus(err == EINVAL ? (dir_wanted ? EBUSY : EISDIR) : err, what);
   }
   auto it = dir->entries.find(name);
   if (it == dir->entries.end()) return ErrnoStatus(ENOENT, what);
-  if (it->second->is_dir) return ErrnoStatus(EISDIR, what);
+  const Inode& victim = *it->second;
+  if (victim.is_dir != dir_wanted) return ErrnoStatus(dir_wanted ? ENOTDIR : EISDIR, what);
+  if (victim.is_dir && !victim.entries.empty()) return ErrnoStatus(ENOTEMPTY, what);
   dir->entries.erase(it);
   return Status::Ok();
 }
 
-Status MemFs::RemoveDir(const std::string& path) {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  const std::string what = fmt::format("remove directory '{}'", path);
-  std::shared_ptr<Inode> dir;
-  std::string name;
-  if (int err = LookupParent(*state_, path, &dir, &name); err != 0) {
-    return ErrnoStatus(err == EINVAL ? EBUSY : err, what);
-  }
-  auto it = dir->entries.find(name);
-  if (it == dir->entries.end()) return ErrnoStatus(ENOENT, what);
-  if (!it->second->is_dir) return ErrnoStatus(ENOTDIR, what);
-  if (!it->second->entries.empty()) return ErrnoStatus(ENOTEMPTY, what);
-  dir->entries.erase(it);
-  return Status::Ok();
-}
-
-Result<std::vector<DirEntry>> MemFs::ListDir(const std::string& dir) {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  std::shared_ptr<Inode> inode;
-  int err = Lookup(*state_, dir, &inode);
-  if (err == 0 && !inode->is_dir) err = ENOTDIR;
-  if (err != 0) return ErrnoStatus(err, fmt::format("cannot list directory '{}'", dir));
-  std::vector<DirEntry> out;
-  for (const auto& [name, child] : inode->entries) out.push_back({name, child->is_dir});
-  return out;
-}
-
-Result<FsStats> MemFs::StatFs(const std::string& path) {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  std::shared_ptr<Inode> inode;
-  if (int err = Lookup(*state_, path, &inode); err != 0) {
-    return ErrnoStatus(err, fmt::format("statfs '{}'", path));
-  }
-  return FsStats{.type = 0x01021994,
-                 .block_size = 4096,
-                 .total_bytes = uint64_t{1} << 40,
-                 .free_bytes = uint64_t{1} << 40};
-}
-
-Status MemFs::SyncDir(const std::string& dir) {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  std::shared_ptr<Inode> inode;
-  int err = Lookup(*state_, dir, &inode);
-  if (err == 0 && !inode->is_dir) err = ENOTDIR;
-  if (err != 0) return ErrnoStatus(err, fmt::format("fsync of directory '{}'", dir));
-  inode->durable_entries = inode->entries;
-  return Status::Ok();
-}
-
-Result<uint64_t> MemFs::FileSize(const std::string& path) {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  std::shared_ptr<Inode> inode;
-  if (int err = Lookup(*state_, path, &inode); err != 0) {
-    return ErrnoStatus(err, fmt::format("stat '{}'", path));
-  }
-  return static_cast<uint64_t>(inode->data.size());
-}
-
-bool MemFs::Exists(const std::string& path) {
-  std::lock_guard<std::mutex> lock(state_->mu);
-  std::shared_ptr<Inode> inode;
-  return Lookup(*state_, path, &inode) == 0;
-}
-
-void MemFs::PowerCut() {
+void MemFsImpl::PowerCut() {
   std::lock_guard<std::mutex> lock(state_->mu);
   ++state_->generation;
   // Walk what is reachable through durable entries only; everything else is gone.
@@ -358,165 +365,8 @@ void MemFs::PowerCut() {
   }
 }
 
-// ---- PowerCutFs ----
-
-namespace {
-
-class CutWritableFile final : public WritableFile {
- public:
-  CutWritableFile(PowerCutFs* fs, std::unique_ptr<WritableFile> base)
-      : fs_(fs), base_(std::move(base)) {}
-  const std::string& path() const override { return base_->path(); }
-  bool direct() const override { return base_->direct(); }
-  Status PWrite(uint64_t offset, const void* data, size_t n) override {
-    RY_RETURN_IF_ERROR(fs_->Call("write", path()));
-    return base_->PWrite(offset, data, n);
-  }
-  Status Allocate(uint64_t length) override {
-    RY_RETURN_IF_ERROR(fs_->Call("allocate", path()));
-    return base_->Allocate(length);
-  }
-  Status Write(std::string_view data) override {
-    RY_RETURN_IF_ERROR(fs_->Call("write", path()));
-    return base_->Write(data);
-  }
-  Status StartWriteback(uint64_t offset, uint64_t n) override {
-    RY_RETURN_IF_ERROR(fs_->Call("writeback", path()));
-    return base_->StartWriteback(offset, n);
-  }
-  Status DropCache(uint64_t offset, uint64_t n) override {
-    RY_RETURN_IF_ERROR(fs_->Call("drop-cache", path()));
-    return base_->DropCache(offset, n);
-  }
-  Status Sync() override {
-    RY_RETURN_IF_ERROR(fs_->Call("fsync", path()));
-    return base_->Sync();
-  }
-  Status Close() override {
-    RY_RETURN_IF_ERROR(fs_->Call("close", path()));
-    return base_->Close();
-  }
-
- private:
-  PowerCutFs* fs_;
-  std::unique_ptr<WritableFile> base_;
-};
-
-class CutReadableFile final : public ReadableFile {
- public:
-  CutReadableFile(PowerCutFs* fs, std::unique_ptr<ReadableFile> base)
-      : fs_(fs), base_(std::move(base)) {}
-  const std::string& path() const override { return base_->path(); }
-  bool direct() const override { return base_->direct(); }
-  Result<uint64_t> Size() const override {
-    RY_RETURN_IF_ERROR(fs_->Call("size", path()));
-    return base_->Size();
-  }
-  Status PRead(uint64_t offset, void* out, size_t n) const override {
-    RY_RETURN_IF_ERROR(fs_->Call("read", path()));
-    return base_->PRead(offset, out, n);
-  }
-
- private:
-  PowerCutFs* fs_;
-  std::unique_ptr<ReadableFile> base_;
-};
-
 }  // namespace
 
-uint64_t PowerCutFs::calls() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return calls_;
-}
-
-void PowerCutFs::CutPowerAfter(uint64_t n) {
-  std::lock_guard<std::mutex> lock(mu_);
-  cut_after_ = n;
-}
-
-bool PowerCutFs::power_lost() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return lost_;
-}
-
-std::vector<std::string> PowerCutFs::trace() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return trace_;
-}
-
-void PowerCutFs::PowerCut() {
-  std::lock_guard<std::mutex> lock(mu_);
-  base_->PowerCut();
-  cut_after_ = UINT64_MAX;
-  lost_ = false;
-}
-
-Status PowerCutFs::Call(std::string_view op, const std::string& path) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const uint64_t n = ++calls_;
-  trace_.push_back(fmt::format("{} {} {}", n, op, path));
-  if (n <= cut_after_) return Status::Ok();
-  lost_ = true;
-  return Unavailable("power cut: {} of '{}' (call {}) did not happen", op, path, n);
-}
-
-Result<std::unique_ptr<WritableFile>> PowerCutFs::NewWritableFile(const std::string& path,
-                                                                  const OpenOptions& options) {
-  RY_RETURN_IF_ERROR(Call("create", path));
-  RY_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, base_->NewWritableFile(path, options));
-  return std::unique_ptr<WritableFile>(std::make_unique<CutWritableFile>(this, std::move(file)));
-}
-
-Result<std::unique_ptr<ReadableFile>> PowerCutFs::NewReadableFile(const std::string& path,
-                                                                  const OpenOptions& options) {
-  RY_RETURN_IF_ERROR(Call("open", path));
-  RY_ASSIGN_OR_RETURN(std::unique_ptr<ReadableFile> file, base_->NewReadableFile(path, options));
-  return std::unique_ptr<ReadableFile>(std::make_unique<CutReadableFile>(this, std::move(file)));
-}
-
-Status PowerCutFs::CreateDir(const std::string& path) {
-  RY_RETURN_IF_ERROR(Call("mkdir", path));
-  return base_->CreateDir(path);
-}
-
-Status PowerCutFs::Rename(const std::string& from, const std::string& to) {
-  RY_RETURN_IF_ERROR(Call("rename", from + " -> " + to));
-  return base_->Rename(from, to);
-}
-
-Status PowerCutFs::RemoveFile(const std::string& path) {
-  RY_RETURN_IF_ERROR(Call("unlink", path));
-  return base_->RemoveFile(path);
-}
-
-Status PowerCutFs::RemoveDir(const std::string& path) {
-  RY_RETURN_IF_ERROR(Call("rmdir", path));
-  return base_->RemoveDir(path);
-}
-
-Result<std::vector<DirEntry>> PowerCutFs::ListDir(const std::string& dir) {
-  RY_RETURN_IF_ERROR(Call("list", dir));
-  return base_->ListDir(dir);
-}
-
-Result<FsStats> PowerCutFs::StatFs(const std::string& path) {
-  RY_RETURN_IF_ERROR(Call("statfs", path));
-  return base_->StatFs(path);
-}
-
-Status PowerCutFs::SyncDir(const std::string& dir) {
-  RY_RETURN_IF_ERROR(Call("fsync-dir", dir));
-  return base_->SyncDir(dir);
-}
-
-Result<uint64_t> PowerCutFs::FileSize(const std::string& path) {
-  RY_RETURN_IF_ERROR(Call("stat", path));
-  return base_->FileSize(path);
-}
-
-bool PowerCutFs::Exists(const std::string& path) {
-  if (!Call("exists", path).ok()) return false;
-  return base_->Exists(path);
-}
+std::unique_ptr<MemFs> NewMemFs() { return std::make_unique<MemFsImpl>(); }
 
 }  // namespace railyard::storage

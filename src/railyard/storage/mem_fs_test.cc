@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include "railyard/storage/fs_util.h"
+#include "railyard/storage/power_cut_fs.h"
+
 namespace railyard::storage {
 namespace {
 

@@ -14,6 +14,7 @@
 
 #include "railyard/base/clock.h"
 #include "railyard/base/units.h"
+#include "railyard/storage/aligned_buffer.h"
 #include "railyard/storage/fs.h"
 #include "railyard/storage/task_pool.h"
 

@@ -1,21 +1,21 @@
-#include "railyard/storage/fs.h"
-
+// The POSIX backend: DefaultFs() and NewPosixFs().
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <utility>
 
 #include "railyard/base/files.h"
 #include "railyard/base/logging.h"
+#include "railyard/storage/aligned_buffer.h"
+#include "railyard/storage/fs.h"
 
 namespace railyard::storage {
 namespace {
@@ -24,11 +24,6 @@ const base::Logger kLog("ckpt");
 
 // Bounce chunk for unaligned O_DIRECT reads: large enough to keep the device busy.
 constexpr size_t kBounceBytes = 8 << 20;
-// AlignedBuffers from this size on are huge-page aligned and advised (see fs.h).
-constexpr size_t kHugePageBytes = 2 << 20;
-constexpr size_t kHugeBufferMin = 4 << 20;
-
-uint64_t AlignDown(uint64_t n, uint64_t alignment) { return n & ~(alignment - 1); }
 
 bool IsAligned(uint64_t offset, const void* p, size_t n) {
   return offset % kDirectIoAlignment == 0 && n % kDirectIoAlignment == 0 &&
@@ -37,8 +32,22 @@ bool IsAligned(uint64_t offset, const void* p, size_t n) {
 
 // sync_file_range is Linux-only and refused by some file systems (and on pipes); it is an
 // optimisation, so "not supported" is not an error.
-bool Unsupported(int err) { return err == ENOSYS || err == EINVAL || err == ESPIPE ||
-                                   err == EOPNOTSUPP; }
+bool Unsupported(int err) {
+  return err == ENOSYS || err == EINVAL || err == ESPIPE || err == EOPNOTSUPP;
+}
+
+// Turns O_DIRECT off on an open file for good, after the kernel refused a direct transfer
+// (`what`: "read" or "write"). True when the file is buffered now.
+bool ClearDirect(int fd, std::atomic<bool>& direct, std::mutex& mu, std::string_view what,
+                 const std::string& path) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (!direct.load()) return true;
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_DIRECT) != 0) return false;
+  direct.store(false);
+  kLog.Info("O_DIRECT {} refused for '{}' (EINVAL); continuing with buffered I/O", what, path);
+  return true;
+}
 
 class PosixWritableFile final : public WritableFile {
  public:
@@ -97,8 +106,8 @@ class PosixWritableFile final : public WritableFile {
     if (::sync_file_range(fd_.get(), static_cast<off_t>(offset), static_cast<off_t>(n),
                           SYNC_FILE_RANGE_WRITE) != 0 &&
         !Unsupported(errno)) {
-      return ErrnoStatus(errno, fmt::format("writeback of '{}' bytes [{}, {})", path_, offset,
-                                            offset + n));
+      return ErrnoStatus(
+          errno, fmt::format("writeback of '{}' bytes [{}, {})", path_, offset, offset + n));
     }
     return Status::Ok();
   }
@@ -107,11 +116,11 @@ class PosixWritableFile final : public WritableFile {
     if (n == 0 || direct_.load()) return Status::Ok();
     constexpr unsigned kWaitAll =
         SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
-    if (::sync_file_range(fd_.get(), static_cast<off_t>(offset), static_cast<off_t>(n),
-                          kWaitAll) != 0) {
+    if (::sync_file_range(fd_.get(), static_cast<off_t>(offset), static_cast<off_t>(n), kWaitAll) !=
+        0) {
       if (!Unsupported(errno)) {
-        return ErrnoStatus(errno, fmt::format("writeback of '{}' bytes [{}, {})", path_, offset,
-                                              offset + n));
+        return ErrnoStatus(
+            errno, fmt::format("writeback of '{}' bytes [{}, {})", path_, offset, offset + n));
       }
       return Status::Ok();  // without the wait, DONTNEED would skip the dirty pages anyway
     }
@@ -131,15 +140,7 @@ class PosixWritableFile final : public WritableFile {
   }
 
  private:
-  bool DropDirect() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!direct_.load()) return true;
-    int flags = ::fcntl(fd_.get(), F_GETFL);
-    if (flags < 0 || ::fcntl(fd_.get(), F_SETFL, flags & ~O_DIRECT) != 0) return false;
-    direct_.store(false);
-    kLog.Info("O_DIRECT write refused for '{}' (EINVAL); continuing with buffered I/O", path_);
-    return true;
-  }
+  bool DropDirect() { return ClearDirect(fd_.get(), direct_, mu_, "write", path_); }
 
   base::UniqueFd fd_;
   std::string path_;
@@ -204,8 +205,8 @@ class PosixReadableFile final : public ReadableFile {
           retried_buffered = true;
           if (DropDirect()) continue;
         }
-        return ErrnoStatus(errno, fmt::format("read of '{}' at bytes [{}, {})", path_,
-                                              offset + done, offset + n));
+        return ErrnoStatus(
+            errno, fmt::format("read of '{}' at bytes [{}, {})", path_, offset + done, offset + n));
       }
       if (r == 0) break;
       done += static_cast<size_t>(r);
@@ -219,15 +220,7 @@ class PosixReadableFile final : public ReadableFile {
                     offset, offset + n);
   }
 
-  bool DropDirect() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!direct_.load()) return true;
-    int flags = ::fcntl(fd_.get(), F_GETFL);
-    if (flags < 0 || ::fcntl(fd_.get(), F_SETFL, flags & ~O_DIRECT) != 0) return false;
-    direct_.store(false);
-    kLog.Info("O_DIRECT read refused for '{}' (EINVAL); continuing with buffered I/O", path_);
-    return true;
-  }
+  bool DropDirect() const { return ClearDirect(fd_.get(), direct_, mu_, "read", path_); }
 
   base::UniqueFd fd_;
   std::string path_;
@@ -240,7 +233,7 @@ class PosixFs final : public Fs {
   explicit PosixFs(std::shared_ptr<LayoutHook> hook) : hook_(std::move(hook)) {}
 
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path,
-                                                         const OpenOptions& options) override {
+                                                        const OpenOptions& options) override {
     if (options.data_file && hook_) {
       Status st = hook_->PrepareFile(path, options.mode);
       if (!st.ok()) {
@@ -263,7 +256,7 @@ class PosixFs final : public Fs {
   }
 
   Result<std::unique_ptr<ReadableFile>> NewReadableFile(const std::string& path,
-                                                         const OpenOptions& options) override {
+                                                        const OpenOptions& options) override {
     const int flags = O_RDONLY | O_CLOEXEC;
     bool direct = options.direct;
     int fd = ::open(path.c_str(), flags | (direct ? O_DIRECT : 0));
@@ -356,40 +349,6 @@ class PosixFs final : public Fs {
   std::shared_ptr<LayoutHook> hook_;
 };
 
-// Wraps a base file so its writes and syncs pass through the fault-injection hook.
-class FaultWritableFile final : public WritableFile {
- public:
-  FaultWritableFile(FaultInjectionFs* fs, std::unique_ptr<WritableFile> base)
-      : fs_(fs), base_(std::move(base)) {}
-  const std::string& path() const override { return base_->path(); }
-  bool direct() const override { return base_->direct(); }
-  Status PWrite(uint64_t offset, const void* data, size_t n) override {
-    RY_RETURN_IF_ERROR(fs_->Intercept(FsOp::kWrite, path()));
-    return base_->PWrite(offset, data, n);
-  }
-  Status Write(std::string_view data) override {
-    RY_RETURN_IF_ERROR(fs_->Intercept(FsOp::kWrite, path()));
-    return base_->Write(data);
-  }
-  Status Allocate(uint64_t length) override { return base_->Allocate(length); }
-  // Neither is a durability point, so the crash tests have nothing to stop at here.
-  Status StartWriteback(uint64_t offset, uint64_t n) override {
-    return base_->StartWriteback(offset, n);
-  }
-  Status DropCache(uint64_t offset, uint64_t n) override { return base_->DropCache(offset, n); }
-  Status Sync() override {
-    RY_RETURN_IF_ERROR(fs_->Intercept(FsOp::kSync, path()));
-    return base_->Sync();
-  }
-  Status Close() override { return base_->Close(); }
-
- private:
-  FaultInjectionFs* fs_;
-  std::unique_ptr<WritableFile> base_;
-};
-
-std::atomic<uint64_t> g_atomic_counter{0};
-
 }  // namespace
 
 Fs* DefaultFs() {
@@ -399,190 +358,6 @@ Fs* DefaultFs() {
 
 std::unique_ptr<Fs> NewPosixFs(std::shared_ptr<LayoutHook> hook) {
   return std::make_unique<PosixFs>(std::move(hook));
-}
-
-std::string ParentDir(const std::string& path) {
-  auto slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-Status MakeDirs(Fs& fs, const std::string& dir) {
-  if (dir.empty() || fs.Exists(dir)) {
-    return Status::Ok();
-  }
-  std::string parent = ParentDir(dir);
-  if (parent != dir && parent != "." && parent != "/") RY_RETURN_IF_ERROR(MakeDirs(fs, parent));
-  RY_RETURN_IF_ERROR(fs.CreateDir(dir));
-  // A new directory's entry lives in its parent: without this fsync a power cut can take the
-  // directory, and everything later made durable inside it, away.
-  return fs.SyncDir(parent);
-}
-
-Status RemoveTree(Fs& fs, const std::string& path) {
-  if (!fs.Exists(path)) return Status::Ok();
-  auto entries = fs.ListDir(path);
-  if (!entries.ok()) {
-    // Not a directory (or a symlink to one): remove it as a file.
-    Status st = fs.RemoveFile(path);
-    if (st.ok() || st.code() == StatusCode::kNotFound) return Status::Ok();
-    return st;
-  }
-  for (const DirEntry& e : *entries) {
-    std::string child = path + "/" + e.name;
-    if (e.is_dir) {
-      RY_RETURN_IF_ERROR(RemoveTree(fs, child));
-    } else {
-      Status st = fs.RemoveFile(child);
-      if (!st.ok() && st.code() != StatusCode::kNotFound) return st;
-    }
-  }
-  Status st = fs.RemoveDir(path);
-  if (!st.ok() && st.code() != StatusCode::kNotFound) return st;
-  return Status::Ok();
-}
-
-Result<std::string> ReadWholeFile(Fs& fs, const std::string& path) {
-  RY_ASSIGN_OR_RETURN(std::unique_ptr<ReadableFile> file, fs.NewReadableFile(path));
-  RY_ASSIGN_OR_RETURN(uint64_t size, file->Size());
-  std::string out(size, '\0');
-  RY_RETURN_IF_ERROR(file->PRead(0, out.data(), out.size()));
-  return out;
-}
-
-Status WriteFileAtomic(Fs& fs, const std::string& path, std::string_view data) {
-  const std::string tmp =
-      fmt::format("{}.tmp.{}.{}", path, ::getpid(), g_atomic_counter.fetch_add(1));
-  auto attempt = [&]() -> Status {
-    RY_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs.NewWritableFile(tmp, {}));
-    RY_RETURN_IF_ERROR(file->Write(data));
-    RY_RETURN_IF_ERROR(file->Sync());
-    RY_RETURN_IF_ERROR(file->Close());
-    return fs.Rename(tmp, path);
-  };
-  Status st = attempt();
-  if (!st.ok()) {
-    fs.RemoveFile(tmp).IgnoreError();  // best effort; RemoveStaleTempFiles catches the rest
-    return st;
-  }
-  return fs.SyncDir(ParentDir(path));
-}
-
-Status WriteNewFile(Fs& fs, const std::string& path, std::string_view data, bool sync) {
-  RY_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs.NewWritableFile(path, {}));
-  RY_RETURN_IF_ERROR(file->Write(data));
-  if (sync) RY_RETURN_IF_ERROR(file->Sync());
-  return file->Close();
-}
-
-// ---- FaultInjectionFs ----
-
-std::string_view FsOpName(FsOp op) {
-  switch (op) {
-    case FsOp::kCreate: return "create";
-    case FsOp::kWrite: return "write";
-    case FsOp::kSync: return "fsync";
-    case FsOp::kRename: return "rename";
-    case FsOp::kRemove: return "remove";
-    case FsOp::kMkdir: return "mkdir";
-    case FsOp::kSyncDir: return "fsync-dir";
-  }
-  return "?";
-}
-
-void FaultInjectionFs::FailNth(FsOp op, uint64_t n, int err) {
-  auto count = std::make_shared<std::atomic<uint64_t>>(0);
-  hook_ = [op, n, err, count](const FsOpInfo& info) -> Status {
-    if (info.op != op) return Status::Ok();
-    if (count->fetch_add(1) + 1 != n) return Status::Ok();
-    return ErrnoStatus(err, fmt::format("{} of '{}' (injected)", FsOpName(op), info.path));
-  };
-}
-
-Status FaultInjectionFs::Intercept(FsOp op, const std::string& path) {
-  uint64_t seq = seq_.fetch_add(1) + 1;
-  if (!hook_) return Status::Ok();
-  return hook_(FsOpInfo{op, path, seq});
-}
-
-Result<std::unique_ptr<WritableFile>> FaultInjectionFs::NewWritableFile(
-    const std::string& path, const OpenOptions& options) {
-  RY_RETURN_IF_ERROR(Intercept(FsOp::kCreate, path));
-  RY_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, base_->NewWritableFile(path, options));
-  return std::unique_ptr<WritableFile>(std::make_unique<FaultWritableFile>(this, std::move(file)));
-}
-
-Status FaultInjectionFs::CreateDir(const std::string& path) {
-  RY_RETURN_IF_ERROR(Intercept(FsOp::kMkdir, path));
-  return base_->CreateDir(path);
-}
-
-Status FaultInjectionFs::Rename(const std::string& from, const std::string& to) {
-  RY_RETURN_IF_ERROR(Intercept(FsOp::kRename, from));
-  return base_->Rename(from, to);
-}
-
-Status FaultInjectionFs::RemoveFile(const std::string& path) {
-  RY_RETURN_IF_ERROR(Intercept(FsOp::kRemove, path));
-  return base_->RemoveFile(path);
-}
-
-Status FaultInjectionFs::RemoveDir(const std::string& path) {
-  RY_RETURN_IF_ERROR(Intercept(FsOp::kRemove, path));
-  return base_->RemoveDir(path);
-}
-
-Status FaultInjectionFs::SyncDir(const std::string& dir) {
-  RY_RETURN_IF_ERROR(Intercept(FsOp::kSyncDir, dir));
-  return base_->SyncDir(dir);
-}
-
-// ---- AlignedBuffer ----
-
-AlignedBuffer::AlignedBuffer(AlignedBuffer&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)),
-      size_(std::exchange(other.size_, 0)),
-      capacity_(std::exchange(other.capacity_, 0)) {}
-
-AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& other) noexcept {
-  if (this != &other) {
-    std::free(data_);
-    data_ = std::exchange(other.data_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-    capacity_ = std::exchange(other.capacity_, 0);
-  }
-  return *this;
-}
-
-AlignedBuffer::~AlignedBuffer() { std::free(data_); }
-
-Status AlignedBuffer::Resize(size_t n) {
-  if (n <= capacity_) {
-    size_ = n;
-    return Status::Ok();
-  }
-  const bool huge = n >= kHugeBufferMin;
-  const size_t alignment = huge ? kHugePageBytes : kDirectIoAlignment;
-  size_t cap = AlignUp(n, alignment);
-  void* p = nullptr;
-  if (::posix_memalign(&p, alignment, cap) != 0) {
-    return ResourceExhausted("cannot allocate {} bytes of aligned memory", cap);
-  }
-  // Advice only: where transparent huge pages are off, the buffer just has small pages.
-  if (huge) ::madvise(p, cap, MADV_HUGEPAGE);
-  std::free(data_);
-  data_ = static_cast<uint8_t*>(p);
-  size_ = n;
-  capacity_ = cap;
-  return Status::Ok();
-}
-
-void AlignedBuffer::Prefault() {
-  // One write per small page: enough to fault it in (a huge page takes one fault for 512).
-  for (size_t at = 0; at < capacity_; at += kDirectIoAlignment) {
-    reinterpret_cast<volatile uint8_t*>(data_)[at] = 0;
-  }
 }
 
 }  // namespace railyard::storage
