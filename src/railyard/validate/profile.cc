@@ -1,0 +1,19 @@
+#include "railyard/validate/profile.h"
+
+#include <algorithm>
+
+namespace railyard::validate {
+
+Profile ResolveProfile(const Profile& profile, const topo::Cluster& cluster, int node) {
+  const topo::Node& n = cluster.nodes[node];
+  Profile p = profile;
+  if (p.nic_rate_bits == 0) p.nic_rate_bits = n.link_rate_bits;
+  if (p.gpus < 0) p.gpus = n.gpu_count;
+  if (!p.rdma) {
+    p.rdma = std::any_of(n.nics.begin(), n.nics.end(), [](const topo::Nic& c) { return c.rdma; });
+  }
+  if (!p.memlock_bytes && *p.rdma) p.memlock_bytes = kUnlimited;
+  return p;
+}
+
+}  // namespace railyard::validate
