@@ -1,5 +1,6 @@
 #include "railyard/base/checksum.h"
 
+#include <cstdlib>
 #include <new>
 
 #include "railyard/base/checksum_variants.h"
@@ -33,11 +34,16 @@ const Xxh3Variant* Xxh3Avx2() {
   return nullptr;
 }
 
+const Xxh3Variant& Xxh3Choose(const char* env) {
+  const std::string_view want = env != nullptr ? env : "";
+  if (want == "library") return Xxh3Library();
+  if (want == "baseline") return Xxh3Baseline();
+  const Xxh3Variant* avx2 = Xxh3Avx2();
+  return avx2 != nullptr ? *avx2 : Xxh3Baseline();
+}
+
 const Xxh3Variant& Xxh3Selected() {
-  static const Xxh3Variant& selected = []() -> const Xxh3Variant& {
-    const Xxh3Variant* avx2 = Xxh3Avx2();
-    return avx2 != nullptr ? *avx2 : Xxh3Baseline();
-  }();
+  static const Xxh3Variant& selected = Xxh3Choose(std::getenv("RAILYARD_XXH3"));
   return selected;
 }
 

@@ -30,7 +30,8 @@ namespace railyard::base {
 uint64_t Xxh3(const void* data, size_t n);
 uint64_t Xxh3(std::string_view data);
 
-// The instruction set the hashing uses on this CPU: "avx2", "sse2", ... (for benchmarks).
+// The implementation in use: "avx2", "sse2", ... (instruction set) or "library" (the
+// system's libxxhash, chosen with RAILYARD_XXH3=library for benchmarks).
 std::string_view Xxh3Implementation();
 
 // Incremental XXH3-64: feeding the same bytes in any split gives the one-shot digest.

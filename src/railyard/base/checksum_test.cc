@@ -4,6 +4,7 @@
 #include <xxhash.h>  // the library's own XXH3, the reference for every variant
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -101,15 +102,23 @@ TEST(Xxh3Stream, MoveKeepsState) {
 
 // Every variant compiled in and usable on this CPU, and its name for failure messages.
 std::vector<const checksum_internal::Xxh3Variant*> Variants() {
-  std::vector<const checksum_internal::Xxh3Variant*> out = {&checksum_internal::Xxh3Baseline()};
+  std::vector<const checksum_internal::Xxh3Variant*> out = {&checksum_internal::Xxh3Baseline(),
+                                                            &checksum_internal::Xxh3Library()};
   if (const auto* avx2 = checksum_internal::Xxh3Avx2()) out.push_back(avx2);
   return out;
 }
 
-TEST(Xxh3Variants, SelectedIsTheBestSupported) {
+TEST(Xxh3Variants, ChoiceIsTheBestSupportedUnlessOverridden) {
+  using checksum_internal::Xxh3Choose;
   const auto* avx2 = checksum_internal::Xxh3Avx2();
-  EXPECT_EQ(&checksum_internal::Xxh3Selected(),
-            avx2 != nullptr ? avx2 : &checksum_internal::Xxh3Baseline());
+  const auto* best = avx2 != nullptr ? avx2 : &checksum_internal::Xxh3Baseline();
+  EXPECT_EQ(&Xxh3Choose(nullptr), best);
+  EXPECT_EQ(&Xxh3Choose(""), best);
+  EXPECT_EQ(&Xxh3Choose("avx2"), best);  // falls back where the CPU lacks it
+  EXPECT_EQ(&Xxh3Choose("no-such"), best);
+  EXPECT_EQ(&Xxh3Choose("baseline"), &checksum_internal::Xxh3Baseline());
+  EXPECT_EQ(&Xxh3Choose("library"), &checksum_internal::Xxh3Library());
+  EXPECT_EQ(&checksum_internal::Xxh3Selected(), &Xxh3Choose(std::getenv("RAILYARD_XXH3")));
   EXPECT_EQ(Xxh3Implementation(), checksum_internal::Xxh3Selected().name);
 #if defined(__x86_64__)
   EXPECT_EQ(std::string_view(checksum_internal::Xxh3Baseline().name), "sse2");

@@ -16,7 +16,7 @@
 namespace railyard::base::checksum_internal {
 
 struct Xxh3Variant {
-  const char* name;  // "avx2", "sse2", "neon", "scalar", ...: xxhash's XXH_VECTOR
+  const char* name;  // xxhash's XXH_VECTOR ("avx2", "sse2", "neon", ...) or "library"
   // The streaming state is opaque memory of this size and alignment.
   size_t state_size;
   size_t state_align;
@@ -26,13 +26,18 @@ struct Xxh3Variant {
   uint64_t (*digest)(const void* state);
 };
 
+// The system's libxxhash, as linked.
+const Xxh3Variant& Xxh3Library();
 // The project's own target (SSE2 on x86-64); runs everywhere the binary runs.
 const Xxh3Variant& Xxh3Baseline();
 // AVX2; null where it is not compiled in (not x86-64) or the CPU (or OS) lacks it.
 const Xxh3Variant* Xxh3Avx2();
 // checksum_avx2.cc's accessor, whatever the CPU: Xxh3Avx2 checks first.
 const Xxh3Variant& Xxh3Avx2Unchecked();
-// The variant checksum.h uses: AVX2 where compiled in and supported, else the baseline.
+// The variant checksum.h uses: AVX2 where compiled in and supported, else the baseline,
+// unless RAILYARD_XXH3 names another one that this CPU can run.
 const Xxh3Variant& Xxh3Selected();
+// Xxh3Selected's rule for a given RAILYARD_XXH3 value (null when unset).
+const Xxh3Variant& Xxh3Choose(const char* env);
 
 }  // namespace railyard::base::checksum_internal
