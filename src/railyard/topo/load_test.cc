@@ -9,11 +9,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <random>
 #include <string>
 
 #include "railyard/base/files.h"
+#include "railyard/base/temp_dir_testing.h"
 
 namespace railyard::topo {
 namespace {
@@ -36,30 +35,11 @@ std::string Read(const std::string& path) {
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) \
       << (haystack) << "\nmissing: " << (needle)
 
-// A private temporary directory, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = ::testing::TempDir() + "ry-topo-load-XXXXXX";
-    char* made = ::mkdtemp(tmpl.data());
-    EXPECT_NE(made, nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-    EXPECT_FALSE(ec) << ec.message();
-  }
-  std::string Write(const std::string& name, std::string_view data) const {
-    std::string p = path_ + "/" + name;
-    EXPECT_TRUE(base::WriteFileAtomic(p, data).ok());
-    return p;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+std::string Write(const base::ScopedTempDir& dir, const std::string& name, std::string_view data) {
+  std::string p = dir.Sub(name);
+  EXPECT_TRUE(base::WriteFileAtomic(p, data).ok()) << p;
+  return p;
+}
 
 const std::vector<std::pair<std::string, TopologyFormat>>& Samples() {
   static const auto* samples = new std::vector<std::pair<std::string, TopologyFormat>>{
@@ -102,7 +82,8 @@ TEST(LoadTest, ReadsRailyardTopologyWrittenAsJson) {
 }
 
 TEST(LoadTest, UnreadableFilesNameThePath) {
-  TempDir dir;
+  base::ScopedTempDir dir("topo-load");
+  ASSERT_FALSE(dir.path().empty());
   std::string missing = dir.path() + "/no-such-topology.yaml";
   auto c = LoadTopology(missing);
   ASSERT_FALSE(c.ok());
@@ -173,8 +154,9 @@ Unprivileged LoadAs(uid_t id, const std::string& path) {
 // A file the loading user may not read: PERMISSION_DENIED naming the file. Root ignores
 // permission bits, so as root the load runs in a child that has become nobody (65534).
 TEST(LoadTest, UnreadableFileIsPermissionDeniedNamingIt) {
-  TempDir dir;
-  std::string locked = dir.Write("locked.yaml", "version: 1\n");
+  base::ScopedTempDir dir("topo-load");
+  ASSERT_FALSE(dir.path().empty());
+  std::string locked = Write(dir, "locked.yaml", "version: 1\n");
   ASSERT_EQ(::chmod(locked.c_str(), 0), 0);
   if (::geteuid() != 0) {
     auto p = LoadTopology(locked);
