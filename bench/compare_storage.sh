@@ -3,7 +3,8 @@
 # same directory, with the same number of writers and the same I/O mode.
 #
 #   bench/compare_storage.sh [--dir DIR] [--ranks R] [--size 1GiB] [--steps K] [--reps N] [--cold]
-#                            [--settle S] [--modes "buffered direct"]
+#                            [--settle S] [--modes "buffered direct"] [--no-equal-work]
+#                            [--xxh3 "default library"]
 #
 # For each mode (buffered with fsync at the end; O_DIRECT) it runs N repetitions of
 #   fio psync: R jobs writing SIZE/R each sequentially (bs=4M), then reading it back;
@@ -11,11 +12,19 @@
 #     libaio, iodepth = the writer's io_threads (4), bs = its extent (8M), one file per job as
 #     Railyard has one shard per rank. Buffered: R x 4 psync jobs of bs=8M, as Railyard's
 #     writer has 4 threads per rank, each writing one contiguous region of its shard;
-#   railyard bench ckpt --ranks R --size SIZE --steps K (and --direct for O_DIRECT)
-# and prints the medians, and the median over the repetitions of railyard / the better fio
-# of the same repetition (a ratio per pair: neighbours in time share the machine's state).
-# The three runs of a repetition are interleaved, and their order alternates between
-# repetitions. Both sides start each write from the same
+#   fio equal work (unless --no-equal-work): fio on Railyard's terms that also hashes every
+#     block, as Railyard checksums every byte: --verify=xxhash --do_verify=0 on the write (a
+#     hash per block, stored in the block), --verify=xxhash on the read (each block checked).
+#     fio's hash is XXH32 and it fills every block with fresh data to hash, so this row costs
+#     fio more CPU than Railyard's checksums cost Railyard: it is shown, labelled, and is
+#     not part of the ratio;
+#   railyard bench ckpt --ranks R --size SIZE --steps K (and --direct for O_DIRECT), once per
+#     name in --xxh3: "default" (the checksum implementation Railyard picks), or a value of
+#     RAILYARD_XXH3 ("library", "baseline", "avx2") to compare implementations;
+# and prints the medians, and the median over the repetitions of railyard / the better raw fio
+# (psync or Railyard's terms) of the same repetition (a ratio per pair: neighbours in time
+# share the machine's state), with its range. The runs of a repetition are interleaved, and
+# their order reverses between repetitions. Both sides start each write from the same
 # state: the previous data removed, the page cache not dropped ("warm"; with --cold, dropped
 # before each write). Reads always start from a dropped cache (as root), S seconds after the
 # drop on both sides (--settle, default 5). The states differ in a VM: memory freed by a drop
@@ -38,6 +47,8 @@ REPS=3
 COLD=0
 SETTLE=5
 MODES="buffered direct"
+EQUAL_WORK=1
+XXH3="default"
 # Railyard's writer and reader defaults (storage::WriterOptions, ReaderOptions): requests
 # in flight per rank and the largest request.
 RY_DEPTH=4
@@ -54,7 +65,9 @@ while [ $# -gt 0 ]; do
     --cold) COLD=1; shift ;;
     --settle) SETTLE=$2; shift 2 ;;
     --modes) MODES=$2; shift 2 ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    --no-equal-work) EQUAL_WORK=0; shift ;;
+    --xxh3) XXH3=$2; shift 2 ;;
+    -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
     *) echo "compare_storage.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -95,10 +108,13 @@ drop_caches() {
 }
 
 # fio's terse output (version 3): field 7 = read bandwidth KiB/s, field 48 = write KiB/s.
-fio_run() {  # $1 = rw (write|read), $2 = direct (0|1), $3 = psync|equal -> GB/s
+fio_run() {  # $1 = rw (write|read), $2 = direct (0|1), $3 = psync|equal|work -> GB/s
   local rw=$1 direct=$2 how=$3
   local extra=()
   [ "$rw" = write ] && extra=(--end_fsync=1)
+  if [ "$how" = work ]; then
+    if [ "$rw" = write ]; then extra+=(--verify=xxhash --do_verify=0); else extra+=(--verify=xxhash); fi
+  fi
   if [ "$how" = psync ]; then
     extra+=(--ioengine=psync --bs=4M --numjobs="$RANKS" --size="$PER_JOB")
   elif [ "$direct" = 1 ]; then
@@ -114,7 +130,7 @@ fio_run() {  # $1 = rw (write|read), $2 = direct (0|1), $3 = psync|equal -> GB/s
 }
 
 # One fio configuration: write, then read after a drop and the settle time. Sets W and R.
-fio_pair() {  # $1 = direct, $2 = psync|equal
+fio_pair() {  # $1 = direct, $2 = psync|equal|work
   rm -rf "$DIR/fio"; mkdir -p "$DIR/fio"
   [ "$COLD" = 1 ] && drop_caches
   W=$(fio_run write "$1" "$2")
@@ -124,12 +140,15 @@ fio_pair() {  # $1 = direct, $2 = psync|equal
   rm -rf "$DIR/fio"
 }
 
-railyard_pair() {  # $@ = extra flags; sets W and R
+railyard_pair() {  # $1 = --xxh3 name, $@ = extra flags; sets W and R
+  local impl=$1; shift
+  local env=()
+  [ "$impl" != default ] && env=(RAILYARD_XXH3="$impl")
   rm -rf "$DIR/ckpt"
   [ "$COLD" = 1 ] && drop_caches
   # (bench ckpt drops the cache itself before its read phase, then waits as long)
   local out
-  out=$("$RAILYARD" bench ckpt --ranks "$RANKS" --size "$SIZE" --steps "$STEPS" \
+  out=$(env "${env[@]}" "$RAILYARD" bench ckpt --ranks "$RANKS" --size "$SIZE" --steps "$STEPS" \
         --dir "$DIR/ckpt" "$@" --read-settle "${SETTLE}s" --json 2>/dev/null)
   W=$(echo "$out" | sed -E 's/.*"write_gbps":([0-9.eE+-]+).*/\1/' | awk '{printf "%.3f", $1}')
   R=$(echo "$out" | sed -E 's/.*"read_gbps":([0-9.eE+-]+).*/\1/' | awk '{printf "%.3f", $1}')
@@ -137,35 +156,74 @@ railyard_pair() {  # $@ = extra flags; sets W and R
 
 max2() { echo "$1 $2" | awk '{print ($1 > $2) ? $1 : $2}'; }
 ratio() { echo "$1 $2" | awk '{printf "%.3f\n", $1 / $2}'; }
+m() { printf '%s\n' "$@" | median; }
+range() { printf '%s\n' "$@" | sort -g | awk 'NR == 1 {lo = $1} {hi = $1} END {printf "[%.2f, %.2f]", lo, hi}'; }
 
-printf "%-10s %-6s %11s %11s %13s %14s\n" mode op fio_psync fio_equal railyard_GB/s \
-  ratio_vs_best
+FIO_RUNS="psync equal"
+[ "$EQUAL_WORK" = 1 ] && FIO_RUNS="$FIO_RUNS work"
+RUNS="$FIO_RUNS"
+for impl in $XXH3; do RUNS="$RUNS railyard:$impl"; done
+reverse() { echo "$@" | tr ' ' '\n' | tac | tr '\n' ' '; }
+
+printf "%-9s %-5s" mode op
+for run in $RUNS; do
+  case "$run" in
+    psync) printf " %10s" fio_psync ;;
+    equal) printf " %10s" fio_equal ;;
+    work) printf " %15s" fio_equal_work ;;
+    railyard:*) printf " %16s %20s" "$run" "ratio [range]" ;;
+  esac
+done
+printf "\n"
 for mode in $MODES; do
   direct=0; flag=()
   [ "$mode" = direct ] && { direct=1; flag=(--direct); }
-  pw=(); pr=(); ew=(); er=(); rw=(); rr=(); qw=(); qr=()
+  declare -A WS=() RS=() QW=() QR=()  # per run: space-separated values over the repetitions
   for rep in $(seq "$REPS"); do
-    # Alternate the order so that neither side always runs first.
-    order="psync equal railyard"
-    [ $((rep % 2)) = 0 ] && order="railyard equal psync"
-    for who in $order; do
-      case "$who" in
-        psync) fio_pair "$direct" psync; pw+=("$W"); pr+=("$R"); PW=$W; PR=$R ;;
-        equal) fio_pair "$direct" equal; ew+=("$W"); er+=("$R"); EW=$W; ER=$R ;;
-        railyard) railyard_pair "${flag[@]}"; rw+=("$W"); rr+=("$R"); YW=$W; YR=$R ;;
+    # Reverse the order every other repetition so that no run always goes first.
+    order=$RUNS
+    [ $((rep % 2)) = 0 ] && order=$(reverse "$RUNS")
+    declare -A W1=() R1=()
+    for run in $order; do
+      case "$run" in
+        railyard:*) railyard_pair "${run#railyard:}" "${flag[@]}" ;;
+        *) fio_pair "$direct" "$run" ;;
+      esac
+      W1[$run]=$W; R1[$run]=$R
+      WS[$run]+="$W "; RS[$run]+="$R "
+    done
+    best_w=$(max2 "${W1[psync]}" "${W1[equal]}")
+    best_r=$(max2 "${R1[psync]}" "${R1[equal]}")
+    line="  rep $rep $mode:"
+    for run in $RUNS; do line+=" $run ${W1[$run]}/${R1[$run]}"; done
+    for impl in $XXH3; do
+      QW[$impl]+="$(ratio "${W1[railyard:$impl]}" "$best_w") "
+      QR[$impl]+="$(ratio "${R1[railyard:$impl]}" "$best_r") "
+    done
+    echo "$line (write/read GB/s)" >&2
+  done
+  for op in write read; do
+    printf "%-9s %-5s" "$mode" "$op"
+    for run in $RUNS; do
+      if [ "$op" = write ]; then vals=${WS[$run]}; else vals=${RS[$run]}; fi
+      # shellcheck disable=SC2086
+      med=$(m $vals)
+      case "$run" in
+        work) printf " %15.3f" "$med" ;;
+        railyard:*)
+          impl=${run#railyard:}
+          if [ "$op" = write ]; then q=${QW[$impl]}; else q=${QR[$impl]}; fi
+          # shellcheck disable=SC2086
+          printf " %16.3f %20s" "$med" "$(printf '%.2f ' "$(m $q)")$(range $q)" ;;
+        *) printf " %10.3f" "$med" ;;
       esac
     done
-    qw+=("$(ratio "$YW" "$(max2 "$PW" "$EW")")")
-    qr+=("$(ratio "$YR" "$(max2 "$PR" "$ER")")")
-    echo "  rep $rep $mode: write psync $PW equal $EW railyard $YW (${qw[-1]}x);" \
-         "read psync $PR equal $ER railyard $YR (${qr[-1]}x)" >&2
+    printf "\n"
   done
-  m() { printf '%s\n' "$@" | median; }
-  printf "%-10s %-6s %11.3f %11.3f %13.3f %14.2f\n" "$mode" write "$(m "${pw[@]}")" \
-    "$(m "${ew[@]}")" "$(m "${rw[@]}")" "$(m "${qw[@]}")"
-  printf "%-10s %-6s %11.3f %11.3f %13.3f %14.2f\n" "$mode" read "$(m "${pr[@]}")" \
-    "$(m "${er[@]}")" "$(m "${rr[@]}")" "$(m "${qr[@]}")"
+  unset WS RS QW QR
 done
 echo "ranks=$RANKS size=$SIZE steps=$STEPS reps=$REPS dir=$DIR cold=$COLD settle=${SETTLE}s" \
-     "equal-terms engine=$ENGINE iodepth=$RY_DEPTH bs=$RY_BS (medians; ratio: median of" \
-     "railyard / the better fio of the same repetition)"
+     "equal-terms engine=$ENGINE iodepth=$RY_DEPTH bs=$RY_BS; GB/s medians; ratio: median and" \
+     "range of railyard / the better of fio_psync and fio_equal in the same repetition" \
+     "(fio_equal_work, fio hashing every block, is not in the ratio); load average" \
+     "$(cut -d' ' -f1-3 /proc/loadavg)"
