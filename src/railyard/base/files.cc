@@ -77,8 +77,12 @@ Status FsyncDirectory(const std::string& dir) {
   return Status::Ok();
 }
 
+std::string TempPathFor(const std::string& path) {
+  return fmt::format("{}.tmp.{}.{}", path, ::getpid(), temp_counter.fetch_add(1));
+}
+
 Status ReplaceFileAtomic(const std::string& path, const AtomicReplaceSteps& steps) {
-  const std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), temp_counter.fetch_add(1));
+  const std::string tmp = TempPathFor(path);
   Status st = steps.write_synced(tmp);
   if (st.ok()) st = steps.rename(tmp, path);
   if (!st.ok()) {

@@ -78,7 +78,11 @@ Status ReplaceFileAtomic(const std::string& path, const AtomicReplaceSteps& step
 // `mode` applies to the new file. Errors name the path and the failing step.
 Status WriteFileAtomic(const std::string& path, std::string_view data, int mode = 0644);
 
-// True for "<target>.tmp.<pid>.<n>" (ReplaceFileAtomic's temporary files) when process <pid>
+// A name for a temporary file that will be renamed to `path`: "<path>.tmp.<pid>.<n>", unique
+// within this process, recognised by IsStaleTempFileName once the process is gone.
+std::string TempPathFor(const std::string& path);
+
+// True for "<target>.tmp.<pid>.<n>" (TempPathFor's names) when process <pid>
 // is no longer running: what a crash left behind, safe to remove.
 bool IsStaleTempFileName(std::string_view name);
 

@@ -96,7 +96,7 @@ uint64_t ShareOf(uint64_t n, int r, int readers) {
 
 Result<DataBenchPhase> ReadPacked(const DataBenchOptions& o, const std::string& dir) {
   return TimePhase(o.readers, [&](int r, uint64_t* samples, uint64_t* bytes) -> Status {
-    ReaderOptions ro;
+    DataReaderOptions ro;
     ro.rank = r;
     ro.world_size = o.readers;
     ro.seed = o.seed;

@@ -1,9 +1,5 @@
 #include "railyard/storage/data_reader.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -14,18 +10,17 @@
 
 #include "railyard/base/checksum.h"
 #include "railyard/base/config.h"
+#include "railyard/storage/synthetic_data.h"
 
 namespace railyard::storage {
 namespace {
-
-using base::UniqueFd;
 
 constexpr std::string_view kPositionFormat = "railyard-data-position";
 constexpr int kPositionVersion = 1;
 // Workers re-check their predicate at least this often; a notify normally wakes them first.
 constexpr auto kWorkerRecheck = std::chrono::milliseconds(500);
 
-Status ValidateOptions(const ReaderOptions& o) {
+Status ValidateOptions(const DataReaderOptions& o) {
   if (o.world_size < 1) {
     return InvalidArgument("reader world_size must be >= 1, got {}", o.world_size);
   }
@@ -76,7 +71,8 @@ uint64_t SamplePermutation::operator()(uint64_t i) const {
 
 // ---- opening ----
 
-DataReader::DataReader(DatasetIndex index, std::vector<UniqueFd> shards, ReaderOptions options)
+DataReader::DataReader(DatasetIndex index, std::vector<std::unique_ptr<ReadableFile>> shards,
+                       DataReaderOptions options)
     : index_(std::move(index)), shards_(std::move(shards)), options_(std::move(options)) {
   start_ = options_.epoch * index_.num_samples();
 }
@@ -84,32 +80,30 @@ DataReader::DataReader(DatasetIndex index, std::vector<UniqueFd> shards, ReaderO
 DataReader::~DataReader() { StopWorkers(); }
 
 Result<std::unique_ptr<DataReader>> DataReader::Open(const std::string& dir,
-                                                     const ReaderOptions& options) {
+                                                     const DataReaderOptions& options) {
   RY_RETURN_IF_ERROR(ValidateOptions(options));
-  RY_ASSIGN_OR_RETURN(DatasetIndex index, DatasetIndex::Load(dir));
+  Fs* fs = options.fs != nullptr ? options.fs : DefaultFs();
+  RY_ASSIGN_OR_RETURN(DatasetIndex index, DatasetIndex::Load(dir, fs));
   const uint64_t n = index.num_samples();
   if (options.epoch > std::numeric_limits<uint64_t>::max() / n - 1) {
     return InvalidArgument("reader epoch {} is out of range for {} samples", options.epoch, n);
   }
-  std::vector<UniqueFd> shards;
+  std::vector<std::unique_ptr<ReadableFile>> shards;
   for (const DataShardInfo& info : index.shards()) {
     const std::string path = fmt::format("{}/{}", dir, info.file);
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid() && errno == ENOENT) {
+    // Buffered: samples are small random reads that the page cache and readahead serve well.
+    Result<std::unique_ptr<ReadableFile>> file = fs->NewReadableFile(path);
+    if (file.status().code() == StatusCode::kNotFound) {
       return DataLoss("shard '{}' of dataset '{}' is missing (the index names {} shards)", path,
                       dir, index.shards().size());
     }
-    if (!fd.valid()) return ErrnoStatus(errno, fmt::format("cannot open shard '{}'", path));
-    struct stat st;
-    if (::fstat(fd.get(), &st) != 0) {
-      return ErrnoStatus(errno, fmt::format("stat of shard '{}'", path));
+    RY_RETURN_IF_ERROR(file.status().WithContext("opening a shard"));
+    RY_ASSIGN_OR_RETURN(uint64_t size, (*file)->Size());
+    if (size != info.bytes) {
+      return DataLoss("shard '{}' has {} bytes but the index says {} ({})", path, size, info.bytes,
+                      size < info.bytes ? "truncated" : "changed after packing");
     }
-    if (static_cast<uint64_t>(st.st_size) != info.bytes) {
-      return DataLoss(
-          "shard '{}' has {} bytes but the index says {} ({})", path, st.st_size, info.bytes,
-          static_cast<uint64_t>(st.st_size) < info.bytes ? "truncated" : "changed after packing");
-    }
-    shards.push_back(std::move(fd));
+    shards.push_back(std::move(*file));
   }
   return std::unique_ptr<DataReader>(new DataReader(std::move(index), std::move(shards), options));
 }
@@ -130,22 +124,12 @@ Status DataReader::ReadSample(uint64_t i, std::string* out) const {
   auto name = [&]() -> std::string {  // only built for error messages
     return index_.name(i).empty() ? "" : fmt::format(" ('{}')", index_.name(i));
   };
-  uint64_t got = 0;
-  while (got < e.length) {
-    ssize_t n = ::pread(shards_[e.shard].get(), out->data() + got, e.length - got,
-                        static_cast<off_t>(e.offset + got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      return ErrnoStatus(errno, fmt::format("read of sample {}{} at offset {} of shard '{}/{}'", i,
-                                            name(), e.offset, index_.dir(), shard.file));
-    }
-    if (n == 0) {
-      return DataLoss(
-          "shard '{}/{}' is truncated: sample {}{} needs bytes [{}, {}) but the "
-          "file ends at {}",
-          index_.dir(), shard.file, i, name(), e.offset, e.offset + e.length, e.offset + got);
-    }
-    got += static_cast<uint64_t>(n);
+  Status st = shards_[e.shard]->PRead(e.offset, out->data(), e.length);
+  if (!st.ok()) {
+    // The Fs names the file and byte range (DATA_LOSS "... (truncated file)" for a short
+    // read); add which sample needed them.
+    return st.WithContext(fmt::format("read of sample {}{} at offset {} of shard '{}/{}'", i,
+                                      name(), e.offset, index_.dir(), shard.file));
   }
   const uint64_t sum = base::Xxh3(*out);
   if (sum != e.xxh3) {

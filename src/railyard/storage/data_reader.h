@@ -18,7 +18,7 @@
 // G + r', G + r' + W', ...; the union over the new ranks of their first m samples is
 // global positions [G, G + W'*m). Prefetched but unconsumed samples are not counted.
 //
-//   ReaderOptions o;  o.rank = rank;  o.world_size = world;  o.seed = 1234;  o.batch = 64;
+//   DataReaderOptions o;  o.rank = rank;  o.world_size = world;  o.seed = 1234;  o.batch = 64;
 //   RY_ASSIGN_OR_RETURN(auto reader, DataReader::Open("/data/packed", o));
 //   if (resuming) RY_RETURN_IF_ERROR(reader->RestorePosition(saved));
 //   for (;;) { RY_ASSIGN_OR_RETURN(std::vector<Sample> batch, reader->NextBatch()); ... }
@@ -27,6 +27,9 @@
 // Every sample is checked against its XXH3 as it is read; a mismatch or short read is a
 // DATA_LOSS naming the shard, sample and offset, returned by the NextBatch that would have
 // delivered it (and by every later call until RestorePosition).
+//
+// Shards are read through DataReaderOptions::fs (a storage::Fs) with positional reads, so a
+// test can fail a read (EIO) or truncate a shard in an in-memory Fs.
 //
 // Thread-safety: a DataReader's methods are called from one thread (the training loop); its
 // prefetch threads are internal and stopped and joined by the destructor and by
@@ -44,9 +47,9 @@
 #include <vector>
 
 #include "railyard/base/clock.h"
-#include "railyard/base/files.h"
 #include "railyard/base/status.h"
-#include "railyard/storage/data_pack.h"
+#include "railyard/storage/data_index.h"
+#include "railyard/storage/fs.h"
 
 namespace railyard::storage {
 
@@ -72,7 +75,7 @@ class SamplePermutation {
   uint64_t keys_[kRounds];
 };
 
-struct ReaderOptions {
+struct DataReaderOptions {
   int rank = 0;
   int world_size = 1;
   uint64_t seed = 0;
@@ -85,6 +88,8 @@ struct ReaderOptions {
   int threads = 2;  // prefetch threads; 0 reads in NextBatch's caller
   // NextBatch() without a deadline waits at most this long for a batch.
   base::Duration wait_timeout = std::chrono::minutes(5);
+  // Where the dataset is read from. Not owned; must outlive the reader. Null: DefaultFs().
+  Fs* fs = nullptr;
 };
 
 struct Sample {
@@ -100,7 +105,7 @@ class DataReader {
   // its size against the index (DATA_LOSS naming a missing or truncated shard), and
   // validates the options (INVALID_ARGUMENT naming the field). Starts no thread yet.
   static Result<std::unique_ptr<DataReader>> Open(const std::string& dir,
-                                                  const ReaderOptions& options);
+                                                  const DataReaderOptions& options);
   ~DataReader();
   DataReader(const DataReader&) = delete;
   DataReader& operator=(const DataReader&) = delete;
@@ -122,7 +127,7 @@ class DataReader {
   // with another seed or shuffle setting.
   Status RestorePosition(std::string_view position);
 
-  // Reads and verifies sample `index` (pack order) into *out. Thread-safe (pread).
+  // Reads and verifies sample `index` (pack order) into *out. Thread-safe (positional reads).
   // Precondition: index < num_samples().
   Status ReadSample(uint64_t index, std::string* out) const;
 
@@ -132,7 +137,8 @@ class DataReader {
   uint64_t SampleAt(uint64_t g) const;
 
  private:
-  DataReader(DatasetIndex index, std::vector<base::UniqueFd> shards, ReaderOptions options);
+  DataReader(DatasetIndex index, std::vector<std::unique_ptr<ReadableFile>> shards,
+             DataReaderOptions options);
 
   Result<std::vector<Sample>> ReadBatch(uint64_t batch_number) const;
   void StartWorkers();
@@ -140,8 +146,8 @@ class DataReader {
   void WorkerLoop();
 
   const DatasetIndex index_;
-  const std::vector<base::UniqueFd> shards_;
-  const ReaderOptions options_;
+  const std::vector<std::unique_ptr<ReadableFile>> shards_;
+  const DataReaderOptions options_;
 
   // Consumer state: touched only by the calling thread, and read by workers only while they
   // are running (they are stopped before it changes).

@@ -13,6 +13,7 @@
 
 #include "railyard/base/files.h"
 #include "railyard/base/temp_dir_testing.h"
+#include "railyard/storage/data_pack.h"
 
 namespace railyard::storage {
 namespace {
@@ -24,7 +25,7 @@ class TempDir : public base::ScopedTempDir {
   TempDir() : base::ScopedTempDir("data-reader") {}
 };
 
-std::unique_ptr<DataReader> MustOpen(const std::string& dir, const ReaderOptions& o) {
+std::unique_ptr<DataReader> MustOpen(const std::string& dir, const DataReaderOptions& o) {
   Result<std::unique_ptr<DataReader>> r = DataReader::Open(dir, o);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   return r.ok() ? std::move(r).value() : nullptr;
@@ -62,8 +63,8 @@ class DataReaderTest : public ::testing::Test {
     dir_ = tmp_.Sub("ds");
   }
 
-  ReaderOptions Options(int rank, int world, size_t batch) const {
-    ReaderOptions o;
+  DataReaderOptions Options(int rank, int world, size_t batch) const {
+    DataReaderOptions o;
     o.rank = rank;
     o.world_size = world;
     o.seed = 1234;
@@ -123,7 +124,7 @@ TEST(SamplePermutationTest, DependsOnSeedAndEpochOnly) {
 }
 
 TEST_F(DataReaderTest, UnshuffledReadsEveryByteInPackOrder) {
-  ReaderOptions o = Options(0, 1, 7);
+  DataReaderOptions o = Options(0, 1, 7);
   o.shuffle = false;
   auto reader = MustOpen(dir_, o);
   ASSERT_NE(reader, nullptr);
@@ -151,7 +152,7 @@ TEST_F(DataReaderTest, ShuffledEpochIsAPermutationWithEveryByte) {
 
 TEST_F(DataReaderTest, SameSeedSameOrderOtherSeedOrEpochDiffers) {
   auto first = [&](uint64_t seed, uint64_t epoch, int threads) {
-    ReaderOptions o = Options(0, 1, 50);
+    DataReaderOptions o = Options(0, 1, 50);
     o.seed = seed;
     o.epoch = epoch;
     o.threads = threads;
@@ -216,7 +217,7 @@ TEST_F(DataReaderTest, ResumeWithSameWorldSizeContinuesExactly) {
 // positions that an uninterrupted stream would read next.
 void CheckWorldChange(const std::string& dir, int old_world, size_t old_batch, int old_batches,
                       int new_world, size_t new_batch, int new_batches) {
-  ReaderOptions o;
+  DataReaderOptions o;
   o.seed = 77;
   o.prefetch = 2;
   o.threads = 2;
@@ -318,7 +319,7 @@ TEST_F(DataReaderTest, FlippedByteIsDataLossNamingShardSampleAndOffset) {
     f.seekp(static_cast<std::streamoff>(e.offset + e.length / 2));
     f.write(&c, 1);
   }
-  ReaderOptions o = Options(0, 1, 10);
+  DataReaderOptions o = Options(0, 1, 10);
   o.shuffle = false;
   auto reader = MustOpen(dir_, o);
   Status error;
@@ -388,7 +389,7 @@ TEST_F(DataReaderTest, BadOptions) {
   EXPECT_EQ(DataReader::Open(dir_, Options(3, 3, 1)).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(DataReader::Open(dir_, Options(0, 0, 1)).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(DataReader::Open(dir_, Options(0, 1, 0)).status().code(), StatusCode::kInvalidArgument);
-  ReaderOptions o = Options(0, 1, 1);
+  DataReaderOptions o = Options(0, 1, 1);
   o.epoch = ~uint64_t{0};
   EXPECT_EQ(DataReader::Open(dir_, o).status().code(), StatusCode::kInvalidArgument);
 }
@@ -396,7 +397,7 @@ TEST_F(DataReaderTest, BadOptions) {
 // Destroying or restoring a reader whose threads are busy or blocked on a full queue returns.
 TEST_F(DataReaderTest, ShutdownWhilePrefetchingDoesNotHang) {
   for (int round = 0; round < 20; ++round) {
-    ReaderOptions o = Options(0, 1, 16);
+    DataReaderOptions o = Options(0, 1, 16);
     o.threads = 4;
     o.prefetch = 1 + round % 4;
     auto reader = MustOpen(dir_, o);
