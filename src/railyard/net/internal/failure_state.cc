@@ -8,13 +8,12 @@ Status FailureState::status() const {
   return error_;
 }
 
-Status FailureState::Fail(Status error) {
+void FailureState::Fail(Status error) {
   std::lock_guard lock(mu_);
   if (error_.ok() && !error.ok()) {
     error_ = std::move(error);
     failed_.store(true, std::memory_order_release);
   }
-  return error_;
 }
 
 bool FailureState::RequestAbort(std::string_view reason) {

@@ -23,8 +23,8 @@ class FailureState {
   // Ok until the first Fail, then that error.
   Status status() const;
   bool failed() const { return failed_.load(std::memory_order_acquire); }
-  // Records `error` (not Ok) unless an error is already recorded; returns the recorded one.
-  Status Fail(Status error);
+  // Records `error` (not Ok) unless an error is already recorded.
+  void Fail(Status error);
 
   // True for the first call only: that caller tells the peers. The reason is kept for
   // abort_reason(); later calls change nothing.

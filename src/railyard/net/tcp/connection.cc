@@ -121,7 +121,7 @@ void TcpTransport::FlushStream(int peer, uint32_t stream) {
     ch.sent += static_cast<size_t>(w);
     if (ch.sent < total) break;
     if (ch.req != 0) {
-      Req& r = reqs_[ch.req];
+      Req& r = *reqs_.Find(ch.req);
       if (--r.chunks_left == 0) r.done = true;
     }
     s.queue.pop_front();

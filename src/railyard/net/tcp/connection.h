@@ -62,11 +62,11 @@ struct InMessage {
   uint64_t total = 0;
   uint64_t received = 0;
   char* dst = nullptr;
-  PooledBuffer unexpected;      // when no receive was posted at announcement
-  uint64_t held = 0;            // bytes counted against kMaxUnexpectedBytes
-  uint64_t req = 0;             // bound receive, 0 = none yet
-  bool orphan = false;          // its receive was abandoned: drop when complete
-  Transport::Consumer consume;  // bound to a consuming receive (no dst, no unexpected)
+  PooledBuffer unexpected;              // when no receive was posted at announcement
+  uint64_t held = 0;                    // bytes counted against the unexpected-message budget
+  uint64_t req = 0;                     // bound receive, 0 = none yet
+  bool orphan = false;                  // its receive was abandoned: drop when complete
+  ConsumingReceiver::Consumer consume;  // bound to a consuming receive (no dst, no unexpected)
   size_t granule = 1;
 };
 

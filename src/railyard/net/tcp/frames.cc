@@ -185,33 +185,17 @@ void TcpTransport::Announce(int peer, const FrameHeader& h) {
   InMessage& m = p.messages[h.msg_id];
   m.tag = h.tag;
   m.total = h.total;
-  uint64_t bound = 0;
-  for (auto it = p.waiting_recvs.begin(); it != p.waiting_recvs.end(); ++it) {
-    if (reqs_[*it].tag == h.tag) {
-      bound = *it;
-      p.waiting_recvs.erase(it);
-      break;
-    }
-  }
-  if (bound != 0) {
-    BindMessage(p, h.msg_id, bound);
+  if (std::optional<uint64_t> recv = matcher_.TakeRecv(peer, h.tag)) {
+    BindMessage(p, h.msg_id, *recv);
   } else {
-    if (h.total > kMaxUnexpectedBytes - unexpected_bytes_) {
-      FailPeer(peer, ResourceExhausted(
-                         "sent a message of {} bytes with tag {:#x} before its receive was "
-                         "posted; messages waiting for their receive may hold {} bytes in all "
-                         "and hold {} now (post the receive before the peer sends, or send in "
-                         "pieces)",
-                         h.total, h.tag, kMaxUnexpectedBytes, unexpected_bytes_));
+    if (Status st = budget_.Hold(h.total, h.tag); !st.ok()) {
+      FailPeer(peer, st);
       p.messages.erase(h.msg_id);
       return;
     }
-    if (h.total > 0) {
-      m.unexpected = spare_.Take(h.total);
-      m.held = h.total;
-      unexpected_bytes_ += h.total;
-    }
-    p.unbound.push_back(h.msg_id);
+    m.held = h.total;
+    if (h.total > 0) m.unexpected = spare_.Take(h.total);
+    matcher_.AddMessage(peer, h.tag, h.msg_id);
   }
   if (!p.failure.ok()) return;  // its parked streams stay parked; the caller closes this one
   // Streams parked on this message may go on.
@@ -282,9 +266,7 @@ void TcpTransport::FinishFrame(InStream& in) {
       p.pong_activity = in.control;
       break;
     case kAbort:
-      if (failed_.ok()) {
-        failed_ = Aborted("{} aborted the job: {}", DescribePeer(p.info), in.control);
-      }
+      failure_.Fail(Aborted("{} aborted the job: {}", DescribePeer(p.info), in.control));
       break;
     case kBye:
       p.said_bye = true;

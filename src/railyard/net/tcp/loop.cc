@@ -78,7 +78,7 @@ Status TcpTransport::Poll(int timeout_ms) {
     unparked_.pop_back();
     HandleEvent(key, EPOLLIN);
   }
-  if (abort_requested_.load(std::memory_order_acquire)) {
+  if (failure_.abort_requested()) {
     HandleAbortFlag(base::Deadline::After(std::chrono::milliseconds(500)));
   }
   return Status::Ok();

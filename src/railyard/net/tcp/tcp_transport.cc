@@ -19,6 +19,8 @@
 
 #include "railyard/base/logging.h"
 #include "railyard/net/interfaces.h"
+#include "railyard/net/internal/pending.h"
+#include "railyard/net/internal/probe_set.h"
 #include "railyard/net/internal/sockaddr.h"
 #include "railyard/net/peer_directory.h"
 #include "railyard/net/tcp/tcp_transport_impl.h"
@@ -103,10 +105,7 @@ Status TcpTransport::Start(base::Deadline deadline) {
   return Status::Ok();
 }
 
-Status TcpTransport::CheckUsable() const {
-  if (!failed_.ok()) return failed_;
-  return Status::Ok();
-}
+Status TcpTransport::CheckUsable() const { return failure_.status(); }
 
 Status TcpTransport::CheckPeer(int peer) const {
   if (peer < 0 || peer >= opt_.size) {
@@ -134,31 +133,33 @@ void TcpTransport::FailPeer(int peer, Status why) {
 Result<Request> TcpTransport::PostSend(int peer, Tag tag, const void* data, size_t len) {
   RY_RETURN_IF_ERROR(CheckUsable());
   RY_RETURN_IF_ERROR(CheckPeer(peer));
-  uint64_t id = next_req_++;
-  Req& r = reqs_[id];
+  Req& r = *reqs_.Add();
   r.is_send = true;
   r.peer = peer;
   r.tag = tag;
   r.buf = const_cast<char*>(static_cast<const char*>(data));
   r.cap = len;
-  if (peer == opt_.rank) {
-    self_queue_.emplace_back(tag, std::string(static_cast<const char*>(data), len));
-    r.done = true;
-    // A receive from self may already be waiting.
-    for (auto& [rid, rr] : reqs_) {
-      if (!rr.is_send && rr.peer == peer && !rr.done && rr.tag == tag) {
-        auto& [t, bytes] = self_queue_.front();
-        (void)t;
-        DeliverTo(rr, bytes.data(), std::min(bytes.size(), rr.cap));
-        rr.received = bytes.size();
-        rr.done = true;
-        self_queue_.pop_front();
-        break;
-      }
-    }
-    return Request{id};
-  }
   PeerState& p = peers_[peer];
+  if (peer == opt_.rank) {
+    // To self: the message is copied (the caller's buffer is free at once) and matched as
+    // if announced.
+    uint64_t msg_id = p.next_msg_id++;
+    InMessage& m = p.messages[msg_id];
+    m.tag = tag;
+    m.total = len;
+    m.received = len;
+    if (len > 0) {
+      m.unexpected = spare_.Take(len);
+      std::memcpy(m.unexpected.data(), data, len);
+    }
+    r.done = true;
+    if (std::optional<uint64_t> recv = matcher_.TakeRecv(peer, tag)) {
+      BindMessage(p, msg_id, *recv);
+    } else {
+      matcher_.AddMessage(peer, tag, msg_id);
+    }
+    return Request{r.id};
+  }
   if (!p.failure.ok()) return p.failure;
   EnsureConnected(peer);
   uint64_t msg_id = p.next_msg_id++;
@@ -173,7 +174,7 @@ Result<Request> TcpTransport::PostSend(int peer, Tag tag, const void* data, size
   for (size_t c = 0; c < chunks; ++c) {
     size_t n = c + 1 == chunks ? len - off : base;
     SendChunk ch;
-    ch.req = id;
+    ch.req = r.id;
     ch.hdr.type = kData;
     ch.hdr.tag = tag;
     ch.hdr.msg_id = msg_id;
@@ -185,7 +186,7 @@ Result<Request> TcpTransport::PostSend(int peer, Tag tag, const void* data, size
     off += n;
     FlushStream(peer, static_cast<uint32_t>(c));
   }
-  return Request{id};
+  return Request{r.id};
 }
 
 Result<Request> TcpTransport::PostRecvConsume(int peer, Tag tag, size_t len, size_t granule,
@@ -207,47 +208,25 @@ Result<Request> TcpTransport::PostRecvImpl(int peer, Tag tag, void* data, size_t
                                            size_t granule, Consumer consume) {
   RY_RETURN_IF_ERROR(CheckUsable());
   RY_RETURN_IF_ERROR(CheckPeer(peer));
-  uint64_t id = next_req_++;
-  Req& r = reqs_[id];
+  Req& r = *reqs_.Add();
   r.peer = peer;
   r.tag = tag;
   r.buf = static_cast<char*>(data);
   r.cap = len;
   r.consume = std::move(consume);
   r.granule = granule;
-  if (peer == opt_.rank) {
-    for (auto it = self_queue_.begin(); it != self_queue_.end(); ++it) {
-      if (it->first != tag) continue;
-      if (it->second.size() > len) {
-        return DataLoss(
-            "tcp transport: rank {} sent itself {} bytes with tag {:#x}, receive "
-            "posted for {}",
-            peer, it->second.size(), tag, len);
-      }
-      DeliverTo(r, it->second.data(), it->second.size());
-      r.received = it->second.size();
-      r.done = true;
-      self_queue_.erase(it);
-      break;
-    }
-    return Request{id};
+  if (std::optional<uint64_t> msg_id = matcher_.TakeMessage(peer, tag)) {
+    BindMessage(peers_[peer], *msg_id, r.id);
+  } else {
+    matcher_.AddRecv(peer, tag, r.id);
   }
-  PeerState& p = peers_[peer];
-  for (auto it = p.unbound.begin(); it != p.unbound.end(); ++it) {
-    if (p.messages[*it].tag != tag) continue;
-    uint64_t msg_id = *it;
-    p.unbound.erase(it);
-    BindMessage(p, msg_id, id);
-    return Request{id};
-  }
-  p.waiting_recvs.push_back(id);
-  return Request{id};
+  return Request{r.id};
 }
 
 // Binds an announced message to a posted receive.
 void TcpTransport::BindMessage(PeerState& p, uint64_t msg_id, uint64_t req_id) {
   InMessage& m = p.messages[msg_id];
-  Req& r = reqs_[req_id];
+  Req& r = *reqs_.Find(req_id);
   if (m.total > r.cap) {
     // Not bound: the receive's buffer is too small to ever be written, and the message is
     // dropped (the peer is failed, so its streams stop being read at the next frame).
@@ -280,7 +259,7 @@ void TcpTransport::CompleteRecvIfDone(PeerState& p, uint64_t msg_id) {
     return;
   }
   if (m.req == 0) return;
-  Req& r = reqs_[m.req];
+  Req& r = *reqs_.Find(m.req);
   if (m.unexpected && m.total > 0) DeliverTo(r, m.unexpected.data(), m.total);
   r.done = true;
   ReleaseUnexpected(m);
@@ -288,7 +267,7 @@ void TcpTransport::CompleteRecvIfDone(PeerState& p, uint64_t msg_id) {
 }
 
 void TcpTransport::ReleaseUnexpected(InMessage& m) {
-  unexpected_bytes_ -= m.held;
+  budget_.Release(m.held);
   m.held = 0;
   spare_.Give(std::move(m.unexpected));
 }
@@ -302,32 +281,17 @@ void TcpTransport::DeliverTo(Req& r, const char* data, size_t n) {
   }
 }
 
-std::string TcpTransport::PendingDescription(std::span<const Request> requests) const {
-  std::map<int, std::string> by_peer;
-  for (const Request& q : requests) {
-    auto it = reqs_.find(q.id);
-    if (it == reqs_.end() || it->second.done) continue;
-    const Req& r = it->second;
-    std::string& s = by_peer[r.peer];
-    s +=
-        fmt::format("{}{} tag {:#x}", s.empty() ? "" : ", ", r.is_send ? "send" : "receive", r.tag);
-  }
-  std::string out;
-  for (auto& [peer, what] : by_peer) {
-    out += fmt::format("{}{} [{}]", out.empty() ? "" : "; ", DescribePeer(peers_[peer].info), what);
-  }
-  return out;
-}
-
 // Forgets a request whatever its state. A pending send's remaining bytes are copied so the
 // stream stays consistent without the caller's memory; a pending receive's message is
 // redirected into a private buffer and dropped when complete. Connections stay up, so
 // peers do not mistake an abandoned request for this process dying.
 void TcpTransport::Abandon(uint64_t req_id) {
-  auto it = reqs_.find(req_id);
-  if (it == reqs_.end()) return;
-  Req& r = it->second;
-  if (!r.done && r.peer >= 0 && r.peer != opt_.rank) {
+  Req* found = reqs_.Find(req_id);
+  if (found == nullptr) return;
+  Req& r = *found;
+  if (!r.done && !r.matched && !r.is_send) {
+    matcher_.RemoveRecv(r.peer, r.tag, req_id);
+  } else if (!r.done && r.peer != opt_.rank) {
     PeerState& p = peers_[r.peer];
     if (r.is_send) {
       for (auto& s : p.out) {
@@ -340,9 +304,6 @@ void TcpTransport::Abandon(uint64_t req_id) {
           }
         }
       }
-    } else if (!r.matched) {
-      auto& w = p.waiting_recvs;
-      w.erase(std::remove(w.begin(), w.end(), req_id), w.end());
     } else {
       auto mit = p.messages.find(r.msg_id);
       if (mit != p.messages.end()) {
@@ -365,136 +326,120 @@ void TcpTransport::Abandon(uint64_t req_id) {
       }
     }
   }
-  reqs_.erase(it);
+  reqs_.Erase(req_id);
+}
+
+std::string TcpTransport::Me() const {
+  return fmt::format("tcp transport {}", peers_.empty() || peers_[opt_.rank].info.rank < 0
+                                             ? fmt::format("rank {}", opt_.rank)
+                                             : DescribePeer(peers_[opt_.rank].info));
 }
 
 Status TcpTransport::WaitAll(std::span<const Request> requests, base::Deadline deadline) {
   std::lock_guard progress(progress_mu_);
-  last_received_.clear();
+  reqs_.StartWait();
+  internal::WaitSet<Req> w = reqs_.Collect(requests, Me());
+  // Waited requests are consumed whatever the outcome (transport.h); any error but the
+  // caller's own mistake fails the transport.
+  auto consume = [&](Status result) {
+    for (Req* r : w.ops) {
+      if (r->done && !r->is_send && result.ok()) reqs_.SetReceived(r->id, r->received);
+      Abandon(r->id);
+    }
+    if (!result.ok() && result.code() != StatusCode::kInvalidArgument) {
+      failure_.Fail(std::move(result));
+      return failure_.status();
+    }
+    return result;
+  };
+  if (!w.status.ok()) return consume(w.status);
   int spin_polls = 0;
   bool slept = false;
   bool small_wait = true;
-  for (const Request& q : requests) {
-    auto it = reqs_.find(q.id);
-    if (it != reqs_.end() && it->second.cap > kSmallWaitBytes) small_wait = false;
+  for (const Req* r : w.ops) {
+    if (r->cap > kSmallWaitBytes) small_wait = false;
   }
-  auto consume = [&] {
-    for (const Request& q : requests) Abandon(q.id);
-  };
   for (;;) {
-    if (!failed_.ok()) {
-      consume();
-      return failed_;
-    }
+    if (Status st = failure_.status(); !st.ok()) return consume(st);
     bool all_done = true;
-    for (const Request& q : requests) {
-      auto it = reqs_.find(q.id);
-      if (it == reqs_.end()) {
-        consume();
-        return InvalidArgument("tcp transport: unknown or already waited request {}", q.id);
-      }
-      const Req& r = it->second;
-      if (r.done) continue;
-      if (r.peer != opt_.rank && !peers_[r.peer].failure.ok()) {
-        Status st = peers_[r.peer].failure;
-        Status err(st.code(), fmt::format("{} (while {} tag {:#x})", st.message(),
-                                          r.is_send ? "sending" : "receiving", r.tag));
-        failed_ = err;
-        consume();
-        return err;
+    for (const Req* r : w.ops) {
+      if (r->done) continue;
+      if (Status st = peers_[r->peer].failure; !st.ok()) {
+        return consume(
+            Status(st.code(), fmt::format("{} (while {} tag {:#x})", st.message(),
+                                          r->is_send ? "sending" : "receiving", r->tag)));
       }
       all_done = false;
     }
     if (all_done) {
       if (spin_polls > 0 && !slept) spin_.FinishedAfter(spin_polls);
-      for (const Request& q : requests) {
-        auto it = reqs_.find(q.id);
-        // Keep receives' lengths readable until the next WaitAll.
-        if (!it->second.is_send) {
-          last_received_[q.id] = it->second.received;
-        }
-        reqs_.erase(it);
-      }
-      return Status::Ok();
+      return consume(Status::Ok());
     }
     if (deadline.Expired()) {
-      Status err = DeadlineExceeded("tcp transport rank {}: still waiting for {}", opt_.rank,
-                                    PendingDescription(requests));
-      failed_ = err;
-      consume();
-      return err;
+      std::vector<internal::PendingRequest> left;
+      for (const Req* r : w.ops) {
+        if (r->done) continue;
+        uint64_t done_bytes = 0;
+        if (!r->is_send && r->matched) {
+          auto m = peers_[r->peer].messages.find(r->msg_id);
+          if (m != peers_[r->peer].messages.end()) done_bytes = m->second.received;
+        }
+        left.push_back({.peer = r->peer,
+                        .is_send = r->is_send,
+                        .tag = r->tag,
+                        .done_bytes = done_bytes,
+                        .bytes = r->cap});
+      }
+      return consume(internal::DeadlinePassed(
+          Me(), left, w.ops.size(), [this](int peer) { return DescribePeer(peers_[peer].info); }));
     }
     // Poll without sleeping for a few microseconds first: a reply that is already on its
     // way then costs no sleep and wake-up. Bounded, so an idle wait still sleeps.
     if (!slept && spin_polls < spin_.polls()) {
       // Yield between polls: on oversubscribed cores the peer we wait for may need this one.
       ++spin_polls;
-      RY_RETURN_IF_ERROR(Poll(0));
+      if (Status st = Poll(0); !st.ok()) return consume(st);
       if (!small_wait || spin_polls % 2 == 0) sched_yield();
     } else {
       if (!slept) spin_.Slept();
       slept = true;
-      RY_RETURN_IF_ERROR(Poll(deadline.PollTimeoutMs()));
+      if (Status st = Poll(deadline.PollTimeoutMs()); !st.ok()) return consume(st);
     }
   }
 }
 
-size_t TcpTransport::ReceivedBytes(Request request) const {
-  auto it = last_received_.find(request.id);
-  return it == last_received_.end() ? 0 : it->second;
-}
+size_t TcpTransport::ReceivedBytes(Request request) const { return reqs_.ReceivedBytes(request); }
 
 std::vector<ProbeResult> TcpTransport::Probe(std::span<const int> ranks, base::Deadline deadline) {
   std::lock_guard progress(progress_mu_);
-  uint64_t nonce = next_req_++;
-  std::vector<ProbeResult> out;
-  for (int r : ranks) {
-    ProbeResult pr;
-    pr.rank = r;
-    if (r < 0 || r >= opt_.size || peers_.empty()) {
-      pr.state = ProbeResult::State::kDead;
-      pr.detail = "no such rank";
-    } else if (r == opt_.rank) {
-      pr.state = ProbeResult::State::kAlive;
-      pr.activity = activity_;
-    } else {
-      // A failed peer gets fresh connections: the probe is how we learn whether it is gone.
-      PeerState& p = peers_[r];
-      if (!p.failure.ok() && p.failure.code() == StatusCode::kAborted) {
-        p.failure = Status();
-      }
-      QueueControl(r, kPing, nonce, "");
+  uint64_t nonce = next_probe_nonce_++;
+  internal::ProbeSet probes(ranks, opt_.rank, opt_.size, activity_);
+  for (size_t i : probes.Pending()) {
+    PeerState& p = peers_[probes.rank(i)];
+    if (p.info.rank < 0) {
+      probes.Unresponsive(i, "this rank's transport has not started");
+      continue;
     }
-    out.push_back(pr);
+    // A peer failed by its abort gets fresh connections: the probe is how we learn whether
+    // it is gone.
+    if (!p.failure.ok() && p.failure.code() == StatusCode::kAborted) p.failure = Status();
+    QueueControl(probes.rank(i), kPing, nonce, "");
   }
-  auto settled = [&] {
-    for (auto& pr : out) {
-      if (pr.state != ProbeResult::State::kUnresponsive || pr.rank == opt_.rank) continue;
-      const PeerState& p = peers_[pr.rank];
+  auto settle = [&] {
+    for (size_t i : probes.Pending()) {
+      const PeerState& p = peers_[probes.rank(i)];
       if (p.pong_nonce == nonce) {
-        pr.state = ProbeResult::State::kAlive;
-        pr.activity = p.pong_activity;
+        probes.Alive(i, p.pong_activity);
       } else if (!p.failure.ok()) {
-        pr.state = ProbeResult::State::kDead;
-        pr.detail = p.failure.message();
+        probes.Dead(i, p.failure.message());
       }
     }
-    for (auto& pr : out) {
-      if (pr.state == ProbeResult::State::kUnresponsive && pr.rank != opt_.rank) return false;
-    }
-    return true;
+    return probes.settled();
   };
-  while (!settled() && !deadline.Expired()) {
+  while (!settle() && !deadline.Expired()) {
     if (!Poll(deadline.PollTimeoutMs()).ok()) break;
   }
-  for (auto& pr : out) {
-    if (pr.state == ProbeResult::State::kUnresponsive) {
-      pr.detail =
-          "did not answer a probe before the deadline (stopped, hung outside "
-          "communication, or its link is down)";
-    }
-  }
-  return out;
+  return std::move(probes).Finish();
 }
 
 // Queues an ABORT to every peer and drives progress until they are written or
@@ -503,16 +448,12 @@ std::vector<ProbeResult> TcpTransport::Probe(std::span<const int> ranks, base::D
 void TcpTransport::HandleAbortFlag(base::Deadline flush_deadline) {
   if (abort_sent_) return;
   abort_sent_ = true;
-  std::string reason;
-  {
-    std::lock_guard lock(abort_mu_);
-    reason = abort_reason_;
-  }
+  std::string reason = failure_.abort_reason();
   for (int r = 0; r < opt_.size && !peers_.empty(); ++r) {
     if (r == opt_.rank || peers_[r].info.rank < 0) continue;
     QueueControl(r, kAbort, 0, reason);
   }
-  if (failed_.ok()) failed_ = Aborted("rank {} aborted the job: {}", opt_.rank, reason);
+  failure_.Fail(Aborted("rank {} aborted the job: {}", opt_.rank, reason));
   auto flushed = [&] {
     for (auto& p : peers_) {
       if (!p.failure.ok()) continue;
@@ -528,15 +469,12 @@ void TcpTransport::HandleAbortFlag(base::Deadline flush_deadline) {
 }
 
 void TcpTransport::Abort(std::string_view reason, base::Deadline deadline) {
-  {
-    std::lock_guard lock(abort_mu_);
-    if (abort_requested_.load()) return;
-    abort_reason_ = std::string(reason);
-  }
-  abort_requested_.store(true, std::memory_order_release);
+  if (!failure_.RequestAbort(reason)) return;
   loop_.Wake();
+  // The failure is recorded with the ABORT frames queued, under the progress lock: a thread
+  // inside WaitAll sends them from its next Poll before it returns.
   std::unique_lock progress(progress_mu_, std::try_to_lock);
-  if (!progress.owns_lock()) return;  // the thread inside WaitAll sends it
+  if (!progress.owns_lock()) return;
   HandleAbortFlag(deadline);
 }
 

@@ -22,6 +22,10 @@
 
 #include "railyard/net/buffer_pool.h"
 #include "railyard/net/handshake.h"
+#include "railyard/net/internal/failure_state.h"
+#include "railyard/net/internal/matcher.h"
+#include "railyard/net/internal/request_table.h"
+#include "railyard/net/internal/unexpected_budget.h"
 #include "railyard/net/spin_budget.h"
 #include "railyard/net/tcp/congestion.h"
 #include "railyard/net/tcp/connection.h"
@@ -31,12 +35,6 @@
 
 namespace railyard::net::tcp {
 
-// Messages that arrive before their receive is posted wait in buffers of their own; this is
-// the most those may hold at once, so that a peer (buggy or hostile, but knowing the secret)
-// cannot make a rank allocate what it announces. The collectives post receives ahead and
-// send in pieces of at most a few MiB; only point-to-point messages of this size sent well
-// ahead of their receive come near it.
-inline constexpr uint64_t kMaxUnexpectedBytes = uint64_t{1} << 30;
 // Payloads this long are read straight into their destination, not through the rx buffer.
 inline constexpr size_t kDirectReadBytes = 16 << 10;
 inline constexpr size_t kRxBufferBytes = 64 << 10;
@@ -66,6 +64,7 @@ struct TcpTuning {
 
 // A posted send or receive.
 struct Req {
+  uint64_t id = 0;
   bool is_send = false;
   int peer = -1;
   Tag tag = 0;
@@ -76,7 +75,7 @@ struct Req {
   uint64_t msg_id = 0;  // receive: the matched message, 0 = unmatched
   bool matched = false;
   bool done = false;
-  Transport::Consumer consume;  // a consuming receive (PostRecvConsume): `buf` is null
+  ConsumingReceiver::Consumer consume;  // a consuming receive (PostRecvConsume): `buf` is null
   size_t granule = 1;
 };
 
@@ -86,8 +85,6 @@ struct PeerState {
   std::vector<OutStream> out;
   uint64_t next_msg_id = 1;
   std::map<uint64_t, InMessage> messages;  // announced, not complete or not bound
-  std::deque<uint64_t> unbound;            // announced messages without a receive, in order
-  std::deque<uint64_t> waiting_recvs;      // posted receives without a message, in order
   std::vector<uint64_t> parked;            // streams (keys) waiting for an announcement
   Status failure;                          // set once: every request with this peer fails
   bool said_bye = false;
@@ -95,7 +92,7 @@ struct PeerState {
   uint64_t pong_nonce = 0;
 };
 
-class TcpTransport final : public Transport {
+class TcpTransport final : public Transport, public ConsumingReceiver {
  public:
   TcpTransport(TransportOptions options, TcpTuning tuning)
       : opt_(std::move(options)), spin_(tuning.spin_polls) {}
@@ -110,7 +107,7 @@ class TcpTransport final : public Transport {
   Status Start(base::Deadline deadline) override;
   Result<Request> PostSend(int peer, Tag tag, const void* data, size_t len) override;
   Result<Request> PostRecv(int peer, Tag tag, void* data, size_t len) override;
-  bool SupportsConsume() const override { return true; }
+  ConsumingReceiver* consuming_receiver() override { return this; }
   Result<Request> PostRecvConsume(int peer, Tag tag, size_t len, size_t granule,
                                   Consumer consume) override;
   Status WaitAll(std::span<const Request> requests, base::Deadline deadline) override;
@@ -121,6 +118,7 @@ class TcpTransport final : public Transport {
 
  private:
   // tcp_transport.cc
+  std::string Me() const;  // "tcp transport rank 2 (node1 pid 77)", for messages
   Status CheckUsable() const;
   Status CheckPeer(int peer) const;
   void FailPeer(int peer, Status why);
@@ -133,7 +131,6 @@ class TcpTransport final : public Transport {
   void ReleaseUnexpected(InMessage& m);
   void HandleAbortFlag(base::Deadline flush_deadline);
   void Abandon(uint64_t req_id);
-  std::string PendingDescription(std::span<const Request> requests) const;
 
   // connection.cc
   void EnsureConnected(int peer);
@@ -178,25 +175,22 @@ class TcpTransport final : public Transport {
   CongestionControl congestion_;
   Loop loop_;
   std::string listen_address_;
-  std::unordered_map<uint64_t, Req> reqs_;
-  std::unordered_map<uint64_t, size_t> last_received_;  // completed receives' lengths
+  internal::RequestTable<Req> reqs_;
+  // Receives (ids) and announced messages (ids in PeerState::messages) waiting for each other.
+  internal::Matcher<uint64_t, uint64_t> matcher_;
   std::vector<uint64_t> unparked_;  // streams with buffered bytes to consume again
-  uint64_t next_req_ = 1;
+  uint64_t next_probe_nonce_ = 1;
   SpinBudget spin_;  // polls before a wait sleeps; under progress_mu_
   std::unordered_map<uint64_t, std::unique_ptr<InStream>> in_streams_;
   uint64_t next_in_key_ = 1;
-  std::deque<std::pair<uint64_t, std::string>> self_queue_;  // (tag, data) sent to self
-  BufferPool spare_;               // buffers of unexpected messages, for reuse
-  uint64_t unexpected_bytes_ = 0;  // held by unexpected messages, at most kMaxUnexpectedBytes
-  PendingHandshakes pending_;      // inbound streams (keys) still inside the handshake
+  BufferPool spare_;                   // buffers of unexpected messages, for reuse
+  internal::UnexpectedBudget budget_;  // bytes held by unexpected messages
+  PendingHandshakes pending_;          // inbound streams (keys) still inside the handshake
   bool warned_full_ = false;
-  Status failed_;
+  internal::FailureState failure_;  // the first error; the abort request
   std::string activity_ = "idle";
-  std::mutex progress_mu_;  // held while a thread drives progress
-  std::mutex abort_mu_;
-  std::atomic<bool> abort_requested_{false};
-  std::string abort_reason_;  // guarded by abort_mu_
-  bool abort_sent_ = false;
+  std::mutex progress_mu_;   // held while a thread drives progress
+  bool abort_sent_ = false;  // under progress_mu_
 };
 
 }  // namespace railyard::net::tcp
