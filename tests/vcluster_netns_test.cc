@@ -14,8 +14,9 @@ namespace {
 
 // Empty when namespaces work here, else why not.
 std::string NetnsUnavailableReason() {
-  if (::geteuid() != 0) return "needs root to create network namespaces (running as uid " +
-                                std::to_string(::geteuid()) + ")";
+  if (::geteuid() != 0)
+    return "needs root to create network namespaces (running as uid " +
+           std::to_string(::geteuid()) + ")";
   auto r = base::RunCommand({.argv = {"ip", "netns", "add", "rynx-probe"}},
                             base::Deadline::After(std::chrono::seconds(10)));
   if (!r.ok()) return "cannot run ip: " + r.status().message();
@@ -159,8 +160,8 @@ TEST_F(VclusterNetnsTest, CutHostIsUnreachableUntilHealed) {
   ASSERT_EQ(RunRailyard(Vc({"cut", "node2"})).exit_code, 0);
   CliResult status = RunRailyard(Vc({"status"}));
   EXPECT_NE(status.out.find("CUT"), std::string::npos) << status.out;
-  CliResult cut = RunRailyard(Vc({"matrix", "--json", "--per-pair", "100ms", "--pairs",
-                                  "node0:node2"}));
+  CliResult cut =
+      RunRailyard(Vc({"matrix", "--json", "--per-pair", "100ms", "--pairs", "node0:node2"}));
   EXPECT_NE(cut.exit_code, 0);
   EXPECT_NE(cut.err.find("node2"), std::string::npos) << cut.err;
   ASSERT_EQ(RunRailyard(Vc({"heal", "node2"})).exit_code, 0);
@@ -170,8 +171,8 @@ TEST_F(VclusterNetnsTest, CutHostIsUnreachableUntilHealed) {
 
 TEST_F(VclusterNetnsTest, FailedUpRemovesWhatItBuilt) {
   // Fail the 20th ip/tc command (in the middle of the first leaf's hosts).
-  CliResult r = RunRailyard(Vc({"up", "--mode", "netns", "--hosts", "4", "--leaves", "2"}),
-                            {{"RAILYARD_VCLUSTER_FAIL_AT_FOR_TEST", "20"}});
+  CliResult r = RunRailyard(
+      Vc({"up", "--mode", "netns", "--hosts", "4", "--leaves", "2", "--fail-at-for-test", "20"}));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("everything it created was removed"), std::string::npos) << r.err;
   EXPECT_EQ(Leftovers(prefix_), std::vector<std::string>{});

@@ -1,18 +1,16 @@
 // `railyard vcluster ...`: bring up, inspect, change and remove a virtual cluster.
+#include <fmt/format.h>
 #include <signal.h>
 
-#include <cstdlib>
 #include <iostream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "railyard/base/files.h"
 #include "railyard/base/subprocess.h"
 #include "railyard/base/units.h"
 #include "railyard/cli/cli_common.h"
-#include "railyard/vcluster/vcluster.h"
 #include "railyard/vcluster/bandwidth_matrix.h"
+#include "railyard/vcluster/vcluster.h"
 
 namespace railyard::cli {
 namespace {
@@ -25,8 +23,7 @@ struct CommonFlags {
 };
 
 void AddCommonFlags(CLI::App* sub, CommonFlags* f) {
-  const char* env_prefix = std::getenv("RAILYARD_VCLUSTER_PREFIX");
-  f->prefix = env_prefix && *env_prefix ? env_prefix : "ry";
+  f->prefix = DefaultPrefix();
   f->state_dir = DefaultStateDir();
   sub->add_option("--prefix", f->prefix,
                   "name prefix of every namespace, bridge and veth of the cluster; lets "
@@ -37,11 +34,11 @@ void AddCommonFlags(CLI::App* sub, CommonFlags* f) {
       ->capture_default_str();
 }
 
-// The fault-injection hook of the integration tests: fail the Nth ip/tc command.
-std::unique_ptr<CommandRunner> MakeRunner(std::unique_ptr<CommandRunner>* keep) {
+// The fault-injection hook of the integration tests (--fail-at-for-test N > 0): fail the Nth
+// ip/tc command.
+std::unique_ptr<CommandRunner> MakeRunner(std::unique_ptr<CommandRunner>* keep, int fail_at) {
   *keep = MakeSystemRunner(std::chrono::seconds(20));
-  const char* fail = std::getenv("RAILYARD_VCLUSTER_FAIL_AT_FOR_TEST");
-  if (fail && *fail) return std::make_unique<FailingRunner>(keep->get(), std::atoi(fail));
+  if (fail_at > 0) return std::make_unique<FailingRunner>(keep->get(), fail_at);
   return nullptr;
 }
 
@@ -124,6 +121,7 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
       std::string spine_rate = "500Mbit";
       std::string mode = "auto";
       std::string topology_out;
+      int fail_at_for_test = 0;
     };
     auto f = std::make_shared<Flags>();
     CLI::App* up = vc->add_subcommand("up", "Create the namespaces, bridges and links");
@@ -144,7 +142,12 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
         ->capture_default_str();
     up->add_option("--topology-out", f->topology_out,
                    "also write the topology YAML here (it is always written to the state dir)");
-    up->footer("Example:\n  railyard vcluster up --hosts 8 --leaves 2 --leaf-rate 10Gbit --spine-rate 5Gbit\n");
+    up->add_option("--fail-at-for-test", f->fail_at_for_test,
+                   "test hook: fail the Nth ip/tc command (0: none)")
+        ->group("");
+    up->footer(
+        "Example:\n  railyard vcluster up --hosts 8 --leaves 2 --leaf-rate 10Gbit --spine-rate "
+        "5Gbit\n");
     up->callback([f, action] {
       *action = [f]() -> Outcome {
         ClusterSpec spec;
@@ -162,15 +165,16 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
           return InvalidArgument("--mode '{}': expected auto, netns or loopback", f->mode);
         }
         std::unique_ptr<CommandRunner> system;
-        auto failing = MakeRunner(&system);
+        auto failing = MakeRunner(&system, f->fail_at_for_test);
         CommandRunner* runner = failing ? failing.get() : system.get();
         if (f->mode == "auto") {
           ModeChoice choice = DetectMode(system.get(), spec.prefix);
           spec.mode = choice.mode;
           if (choice.mode == Mode::kLoopback) {
-            fmt::print("note: loopback mode, {}: hosts are addresses on 127.{}.0.0/16, links "
-                       "are not shaped and cannot be cut\n",
-                       choice.reason, LoopbackOctet(spec.prefix));
+            fmt::print(
+                "note: loopback mode, {}: hosts are addresses on 127.{}.0.0/16, links "
+                "are not shaped and cannot be cut\n",
+                choice.reason, LoopbackOctet(spec.prefix));
           }
         } else {
           spec.mode = f->mode == "netns" ? Mode::kNetns : Mode::kLoopback;
@@ -194,8 +198,9 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
   {
     auto f = std::make_shared<CommonFlags>();
     CLI::App* down = vc->add_subcommand(
-        "down", "Remove every namespace, bridge and veth of the cluster (idempotent; also "
-                "cleans up after a crash)");
+        "down",
+        "Remove every namespace, bridge and veth of the cluster (idempotent; also "
+        "cleans up after a crash)");
     AddCommonFlags(down, f.get());
     down->callback([f, action] {
       *action = [f]() -> Outcome {
@@ -221,7 +226,8 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
       bool json = false;
     };
     auto f = std::make_shared<Flags>();
-    CLI::App* status = vc->add_subcommand("status", "Show the cluster's tree, addresses and link states");
+    CLI::App* status =
+        vc->add_subcommand("status", "Show the cluster's tree, addresses and link states");
     AddCommonFlags(status, &f->common);
     status->add_flag("--json", f->json, "print the state as JSON");
     status->callback([f, action] {
@@ -285,12 +291,12 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
     };
     auto f = std::make_shared<Flags>();
     CLI::App* ex = vc->add_subcommand(
-        "exec", "Run a command on a virtual host (inside its namespace, with RAILYARD_VHOST, "
-                "RAILYARD_VHOST_ADDR set); exits with the command's exit code");
+        "exec",
+        "Run a command on a virtual host (inside its namespace, with RAILYARD_VHOST, "
+        "RAILYARD_VHOST_ADDR set); exits with the command's exit code");
     AddCommonFlags(ex, &f->common);
     ex->add_option("host", f->host, "host name, e.g. node3")->required();
-    ex->add_option("command", f->command, "the command and its arguments, after --")
-        ->required();
+    ex->add_option("command", f->command, "the command and its arguments, after --")->required();
     ex->add_option("--timeout", f->timeout, "kill the command (and all it started) after this")
         ->capture_default_str();
     ex->footer("Example:\n  railyard vcluster exec node0 -- ping -c 3 198.18.1.3\n");
@@ -422,8 +428,9 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
         ->required()
         ->expected(1, 2);
     dg->add_option("--rate", f->rate, "the new rate, e.g. 100Mbit")->required();
-    dg->footer("Examples:\n  railyard vcluster degrade node3 --rate 100Mbit\n"
-               "  railyard vcluster degrade node0 node5 --rate 50Mbit\n");
+    dg->footer(
+        "Examples:\n  railyard vcluster degrade node3 --rate 100Mbit\n"
+        "  railyard vcluster degrade node0 node5 --rate 50Mbit\n");
     dg->callback([f, action] {
       *action = [f]() -> Outcome {
         auto rate = base::ParseRateBits(f->rate);
@@ -458,9 +465,8 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
     for (bool cut : {true, false}) {
       auto c = std::make_shared<Flags>();
       CLI::App* sub = vc->add_subcommand(
-          cut ? "cut" : "heal",
-          cut ? "Take a host's link down (the host becomes unreachable)"
-              : "Bring a cut host's link back up");
+          cut ? "cut" : "heal", cut ? "Take a host's link down (the host becomes unreachable)"
+                                    : "Bring a cut host's link back up");
       AddCommonFlags(sub, &c->common);
       sub->add_option("host", c->hosts, "host name")->required()->expected(1);
       sub->callback([c, action, cut] {

@@ -1,6 +1,7 @@
 #include "railyard/vcluster/bandwidth_matrix.h"
 
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "railyard/base/subprocess.h"
@@ -13,12 +14,11 @@ HostExecution ExecutionFor(const ClusterState& state, const HostPlan& host) {
   if (state.spec().mode == Mode::kNetns) e.netns_path = "/run/netns/" + host.netns;
   e.env = {{"RAILYARD_VHOST", host.name},
            {"RAILYARD_VHOST_ADDR", host.address},
-           {"RAILYARD_VCLUSTER_PREFIX", state.spec().prefix}};
+           {kPrefixEnv, state.spec().prefix}};
   return e;
 }
 
-Result<BandwidthMatrix> MeasureBandwidth(const ClusterState& state,
-                                         const MatrixOptions& options) {
+Result<BandwidthMatrix> MeasureBandwidth(const ClusterState& state, const MatrixOptions& options) {
   const auto& hosts = state.plan.hosts;
   const size_t n = hosts.size();
   std::vector<std::pair<int, int>> pairs = options.pairs;
@@ -50,28 +50,27 @@ Result<BandwidthMatrix> MeasureBandwidth(const ClusterState& state,
       auto info = sink.KillAndReap();
       return Unavailable("probe sink on host {} ({}) did not start: {}", hosts[i].name,
                          hosts[i].address,
-                         line.ok() ? *line : info.stderr_text.empty() ? line.status().message()
-                                                                      : info.stderr_text);
+                         line.ok()                  ? *line
+                         : info.stderr_text.empty() ? line.status().message()
+                                                    : info.stderr_text);
     }
     sinks.push_back(std::move(sink));
   }
   BandwidthMatrix m(n, std::vector<double>(n, 0.0));
   for (auto [s, d] : pairs) {
     HostExecution ex = ExecutionFor(state, hosts[s]);
-    base::SpawnOptions so{
-        .argv = {options.railyard_binary, "probe", "send", "--to",
-                 fmt::format("{}:{}", hosts[d].address, options.port), "--time",
-                 base::FormatDuration(options.per_pair), "--json"},
-        .env = ex.env,
-        .netns_path = ex.netns_path};
+    base::SpawnOptions so{.argv = {options.railyard_binary, "probe", "send", "--to",
+                                   fmt::format("{}:{}", hosts[d].address, options.port), "--time",
+                                   base::FormatDuration(options.per_pair), "--json"},
+                          .env = ex.env,
+                          .netns_path = ex.netns_path};
     auto done = base::RunCommand(so, base::Deadline::After(per_pair_budget));
     if (!done.ok()) {
       return done.status().WithContext(
           fmt::format("measuring {} -> {}", hosts[s].name, hosts[d].name));
     }
     if (!done->Succeeded()) {
-      return Unavailable("measuring {} -> {}: {}", hosts[s].name, hosts[d].name,
-                         done->Describe());
+      return Unavailable("measuring {} -> {}: {}", hosts[s].name, hosts[d].name, done->Describe());
     }
     try {
       auto j = nlohmann::json::parse(done->stdout_text);

@@ -163,8 +163,15 @@ Result<ClusterState> StateFromJson(std::string_view text, std::string_view sourc
   return s;
 }
 
+std::string DefaultPrefix() {
+  if (const char* prefix = std::getenv(kPrefixEnv); prefix != nullptr && *prefix != '\0') {
+    return prefix;
+  }
+  return ClusterSpec{}.prefix;
+}
+
 std::string DefaultStateDir() {
-  if (const char* dir = std::getenv("RAILYARD_STATE_DIR"); dir != nullptr && *dir != '\0') {
+  if (const char* dir = std::getenv(kStateDirEnv); dir != nullptr && *dir != '\0') {
     return dir;
   }
   if (::geteuid() == 0) return "/run/railyard";

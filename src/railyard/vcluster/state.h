@@ -47,6 +47,15 @@ std::string StateToJson(const ClusterState& state);
 // Errors name `source` (the file) and the field.
 Result<ClusterState> StateFromJson(std::string_view json, std::string_view source);
 
+// The environment variables that give --prefix and --state-dir their defaults. They are read
+// only by DefaultPrefix and DefaultStateDir; `vcluster exec` sets kPrefixEnv for the command it
+// runs (ExecutionFor), so `railyard vcluster ...` run on a virtual host finds its own cluster.
+inline constexpr const char* kPrefixEnv = "RAILYARD_VCLUSTER_PREFIX";
+inline constexpr const char* kStateDirEnv = "RAILYARD_STATE_DIR";
+
+// Default cluster prefix: $RAILYARD_VCLUSTER_PREFIX when set and non-empty, else "ry".
+std::string DefaultPrefix();
+
 // Default directory for state files: $RAILYARD_STATE_DIR, else /run/railyard for root, else
 // $XDG_RUNTIME_DIR/railyard, else /tmp/railyard-<uid>.
 std::string DefaultStateDir();

@@ -1,6 +1,10 @@
 #include "railyard/vcluster/state.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <optional>
+#include <string>
 
 namespace railyard::vcluster {
 namespace {
@@ -85,6 +89,41 @@ TEST(StateTest, WrongTypesNameTheFieldAndWhatWasExpected) {
         << c.body << "\n  got: " << r.status().message();
     EXPECT_NE(r.status().message().find("/run/railyard/vcluster-ry.json"), std::string::npos);
   }
+}
+
+// Sets an environment variable for one test and restores it afterwards.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = ::getenv(name)) old_ = old;
+    if (value) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(DefaultsTest, PrefixAndStateDirComeFromTheirVariables) {
+  {
+    ScopedEnv prefix(kPrefixEnv, "ryx");
+    ScopedEnv dir(kStateDirEnv, "/tmp/ry-state");
+    EXPECT_EQ(DefaultPrefix(), "ryx");
+    EXPECT_EQ(DefaultStateDir(), "/tmp/ry-state");
+  }
+  ScopedEnv prefix(kPrefixEnv, "");
+  EXPECT_EQ(DefaultPrefix(), "ry");  // empty counts as unset
 }
 
 }  // namespace
