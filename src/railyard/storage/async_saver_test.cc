@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "railyard/base/temp_dir_testing.h"
 #include "railyard/storage/checkpoint_reader.h"
 #include "railyard/storage/fault_injection_fs.h"
 
@@ -20,12 +21,7 @@ namespace fs = std::filesystem;
 
 class AsyncSaverTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/railyard-async-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { ASSERT_FALSE(dir_.empty()); }
 
   std::unique_ptr<AsyncSaver> MakeSaver(Fs* fs = nullptr, AsyncSaverOptions options = {}) {
     WriterOptions o;
@@ -49,7 +45,8 @@ class AsyncSaverTest : public ::testing::Test {
     return out;
   }
 
-  std::string dir_;
+  base::ScopedTempDir tmp_{"async-test"};
+  std::string dir_ = tmp_.path();
 };
 
 TEST_F(AsyncSaverTest, SavesTheStateAsOfTheCall) {

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "railyard/base/files.h"
+#include "railyard/base/temp_dir_testing.h"
 #include "railyard/storage/checkpoint.h"
 #include "railyard/storage/checkpoint_reader.h"
 #include "railyard/storage/fault_injection_fs.h"
@@ -50,17 +51,12 @@ std::map<std::string, std::string> Snapshot(const std::string& dir) {
 
 class FaultTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/railyard-ckpt-fault-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-    dir_ = root_ + "/ckpt";
-  }
+  void SetUp() override { ASSERT_FALSE(root_.empty()); }
+  // Undoes what would keep the temporary directory from being removed.
   void TearDown() override {
     if (!mount_.empty()) ::umount2(mount_.c_str(), MNT_DETACH);
     fs::permissions(root_, fs::perms::owner_all, fs::perm_options::add);
     if (fs::exists(dir_)) fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::add);
-    fs::remove_all(root_);
   }
 
   WriterOptions Options(Fs* fs = nullptr) {
@@ -117,7 +113,10 @@ class FaultTest : public ::testing::Test {
     return true;
   }
 
-  std::string root_, dir_, mount_;
+  base::ScopedTempDir tmp_{"ckpt-fault"};
+  std::string root_ = tmp_.path();
+  std::string dir_ = root_ + "/ckpt";
+  std::string mount_;
   std::vector<float> w_, b_;
 };
 

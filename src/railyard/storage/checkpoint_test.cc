@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "railyard/base/files.h"
+#include "railyard/base/temp_dir_testing.h"
 #include "railyard/storage/aligned_buffer.h"
 #include "railyard/storage/checkpoint_reader.h"
 
@@ -44,12 +45,7 @@ std::vector<float> AsFloats(const std::vector<uint8_t>& bytes) {
 
 class CheckpointTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/railyard-ckpt-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { ASSERT_FALSE(dir_.empty()); }
 
   WriterOptions Options(int rank = 0, int world = 1, RankAgreement* agree = nullptr) {
     WriterOptions o;
@@ -121,7 +117,8 @@ class CheckpointTest : public ::testing::Test {
     f.write(&c, 1);
   }
 
-  std::string dir_;
+  base::ScopedTempDir tmp_{"ckpt-test"};
+  std::string dir_ = tmp_.path();
 };
 
 TEST_F(CheckpointTest, SingleRankRoundTrip) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <filesystem>
 
+#include "railyard/base/temp_dir_testing.h"
 #include "railyard/storage/aligned_buffer.h"
 #include "railyard/storage/fault_injection_fs.h"
 #include "railyard/storage/fs_util.h"
@@ -18,13 +19,9 @@ namespace stdfs = std::filesystem;
 
 class FsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/railyard-fs-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { stdfs::remove_all(dir_); }
-  std::string dir_;
+  void SetUp() override { ASSERT_FALSE(dir_.empty()); }
+  base::ScopedTempDir tmp_{"fs-test"};
+  std::string dir_ = tmp_.path();
 };
 
 TEST_F(FsTest, WriteReadAndAtomicReplace) {

@@ -1,13 +1,14 @@
 #include "railyard/storage/lustre.h"
 
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+
+#include "railyard/base/temp_dir_testing.h"
 
 namespace railyard::storage {
 namespace {
@@ -173,9 +174,9 @@ TEST(LustreTest, HookStripesOnLustreAndKeepsExistingLayouts) {
 }
 
 TEST(LustreTest, PosixFsCallsTheHookForDataFilesOnly) {
-  char tmpl[] = "/tmp/railyard-lustre-test-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  std::string dir = tmpl;
+  base::ScopedTempDir tmp("lustre-test");
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string& dir = tmp.path();
   FakeSyscalls sys;  // pretends the directory is on Lustre
   auto fs = NewPosixFs(std::make_shared<LustreLayoutHook>(StripeOptions{}, &sys));
   OpenOptions data;
@@ -190,7 +191,6 @@ TEST(LustreTest, PosixFsCallsTheHookForDataFilesOnly) {
   auto small = fs->NewWritableFile(dir + "/manifest.json", OpenOptions{});
   ASSERT_TRUE(small.ok());
   EXPECT_TRUE(sys.calls.empty());
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

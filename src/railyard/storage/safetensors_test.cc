@@ -1,8 +1,7 @@
 #include "railyard/storage/safetensors.h"
 
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -11,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "railyard/base/temp_dir_testing.h"
 #include "railyard/storage/checkpoint.h"
 
 namespace railyard::storage {
@@ -63,13 +63,9 @@ ParsedFile ParseSafetensors(const std::string& path) {
 
 class SafetensorsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/railyard-st-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string dir_;
+  void SetUp() override { ASSERT_FALSE(dir_.empty()); }
+  base::ScopedTempDir tmp_{"st-test"};
+  std::string dir_ = tmp_.path();
 };
 
 TEST_F(SafetensorsTest, ExportRoundTripsThroughAnIndependentParser) {
