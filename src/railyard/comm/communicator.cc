@@ -20,21 +20,37 @@ constexpr auto kProbeBudget = std::chrono::milliseconds(450);
 constexpr auto kAbortBudget = std::chrono::milliseconds(300);
 
 enum class OpKind : uint32_t {
-  kSend = 1, kRecv, kBarrier, kBroadcast, kReduce, kAllreduce, kReduceScatter, kAllgather,
+  kSend = 1,
+  kRecv,
+  kBarrier,
+  kBroadcast,
+  kReduce,
+  kAllreduce,
+  kReduceScatter,
+  kAllgather,
   kAlltoall,
 };
 
 std::string_view OpName(OpKind k) {
   switch (k) {
-    case OpKind::kSend: return "send";
-    case OpKind::kRecv: return "recv";
-    case OpKind::kBarrier: return "barrier";
-    case OpKind::kBroadcast: return "broadcast";
-    case OpKind::kReduce: return "reduce";
-    case OpKind::kAllreduce: return "allreduce";
-    case OpKind::kReduceScatter: return "reduce_scatter";
-    case OpKind::kAllgather: return "allgather";
-    case OpKind::kAlltoall: return "alltoall";
+    case OpKind::kSend:
+      return "send";
+    case OpKind::kRecv:
+      return "recv";
+    case OpKind::kBarrier:
+      return "barrier";
+    case OpKind::kBroadcast:
+      return "broadcast";
+    case OpKind::kReduce:
+      return "reduce";
+    case OpKind::kAllreduce:
+      return "allreduce";
+    case OpKind::kReduceScatter:
+      return "reduce_scatter";
+    case OpKind::kAllgather:
+      return "allgather";
+    case OpKind::kAlltoall:
+      return "alltoall";
   }
   return "?";
 }
@@ -63,8 +79,7 @@ struct Communicator::OpDesc {
 
   std::string Describe(uint64_t seq, Algorithm algo) const {
     std::string s = fmt::format("{} #{} ({} x {}", OpName(kind), seq, count, DataTypeName(type));
-    if (kind == OpKind::kReduce || kind == OpKind::kAllreduce ||
-        kind == OpKind::kReduceScatter) {
+    if (kind == OpKind::kReduce || kind == OpKind::kAllreduce || kind == OpKind::kReduceScatter) {
       s += fmt::format(", {}", ReduceOpName(op));
     }
     if (root >= 0) s += fmt::format(", {} {}", collective ? "root" : "peer", root);
@@ -75,13 +90,20 @@ struct Communicator::OpDesc {
 
 std::string_view AlgorithmName(Algorithm a) {
   switch (a) {
-    case Algorithm::kAuto: return "auto";
-    case Algorithm::kRing: return "ring";
-    case Algorithm::kRecursiveDoubling: return "rd";
-    case Algorithm::kTree: return "tree";
-    case Algorithm::kPairwise: return "pairwise";
-    case Algorithm::kHierarchical: return "hier";
-    case Algorithm::kWindow: return "window";
+    case Algorithm::kAuto:
+      return "auto";
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kRecursiveDoubling:
+      return "rd";
+    case Algorithm::kTree:
+      return "tree";
+    case Algorithm::kPairwise:
+      return "pairwise";
+    case Algorithm::kHierarchical:
+      return "hier";
+    case Algorithm::kWindow:
+      return "window";
   }
   return "?";
 }
@@ -94,8 +116,10 @@ Result<Algorithm> ParseAlgorithm(std::string_view text) {
   if (text == "pairwise") return Algorithm::kPairwise;
   if (text == "hier" || text == "hierarchical") return Algorithm::kHierarchical;
   if (text == "window") return Algorithm::kWindow;
-  return InvalidArgument("unknown algorithm '{}'; expected auto, ring, rd, tree, pairwise, "
-                         "hier or window", text);
+  return InvalidArgument(
+      "unknown algorithm '{}'; expected auto, ring, rd, tree, pairwise, "
+      "hier or window",
+      text);
 }
 
 namespace {
@@ -103,8 +127,7 @@ namespace {
 // collective call when RAILYARD_COMM_ALGO is set.
 std::span<const Algorithm> AlgorithmsOf(std::string_view operation) {
   using A = Algorithm;
-  static constexpr A kAllreduce[] = {A::kRing, A::kRecursiveDoubling, A::kHierarchical,
-                                     A::kWindow};
+  static constexpr A kAllreduce[] = {A::kRing, A::kRecursiveDoubling, A::kHierarchical, A::kWindow};
   static constexpr A kBroadcast[] = {A::kTree, A::kRing};
   static constexpr A kTreeOnly[] = {A::kTree};
   static constexpr A kRingOnly[] = {A::kRing};
@@ -216,8 +239,12 @@ Communicator::~Communicator() {
 
 Status Communicator::CheckConsistency(OpContext& ctx, const OpDesc& desc) {
   if (size_ == 1) return Status::Ok();
-  WireDesc mine{static_cast<uint32_t>(desc.kind), static_cast<uint32_t>(desc.type),
-                static_cast<uint32_t>(desc.op), desc.root, desc.count, seq_};
+  WireDesc mine{static_cast<uint32_t>(desc.kind),
+                static_cast<uint32_t>(desc.type),
+                static_cast<uint32_t>(desc.op),
+                desc.root,
+                desc.count,
+                seq_};
   WireDesc theirs{};
   int next = (rank_ + 1) % size_, prev = (rank_ - 1 + size_) % size_;
   RY_ASSIGN_OR_RETURN(auto q, ctx.Recv(prev, kCheckPhase, &theirs, sizeof theirs));
@@ -234,8 +261,7 @@ Status Communicator::CheckConsistency(OpContext& ctx, const OpDesc& desc) {
 }
 
 // Turns a transport error into one that names the culprit, and tells every rank.
-Status Communicator::Attribute(const OpDesc& desc, Status error,
-                               base::Clock::time_point start) {
+Status Communicator::Attribute(const OpDesc& desc, Status error, base::Clock::time_point start) {
   std::string what = desc.Describe(desc.collective ? seq_ : p2p_seq_, Algorithm::kAuto);
   if (!options_.group_name.empty()) {
     // Peers carry their job-wide ranks when the bootstrap built the group; otherwise the
@@ -265,17 +291,18 @@ Status Communicator::Attribute(const OpDesc& desc, Status error,
       if (pr.state == net::ProbeResult::State::kDead) {
         culprit += fmt::format("{}{} is gone: {}", culprit.empty() ? "" : "; ", who, pr.detail);
       } else if (pr.state == net::ProbeResult::State::kUnresponsive) {
-        culprit += fmt::format("{}{} is unresponsive: {}", culprit.empty() ? "" : "; ", who,
-                               pr.detail);
+        culprit +=
+            fmt::format("{}{} is unresponsive: {}", culprit.empty() ? "" : "; ", who, pr.detail);
       } else if (activities.size() < 2000) {
         activities += fmt::format("; rank {}: {}", net::JobRank(peer(pr.rank)), pr.activity);
       }
     }
     if (culprit.empty()) {
-      culprit = fmt::format("no rank failed: every rank answered a probe, so the ranks are "
-                            "probably not calling the same operations (try "
-                            "RAILYARD_COMM_CHECK=1){}. Transport: {}",
-                            activities, error.message());
+      culprit = fmt::format(
+          "no rank failed: every rank answered a probe, so the ranks are "
+          "probably not calling the same operations (try "
+          "RAILYARD_COMM_CHECK=1){}. Transport: {}",
+          activities, error.message());
     }
   } else {
     culprit = error.message();
@@ -312,11 +339,10 @@ Status Communicator::Run(const OpDesc& desc, const CollectiveOptions& options,
   if (options_.check_consistency && desc.collective) st = CheckConsistency(ctx, desc);
   if (st.ok()) st = body(ctx);
   if (!st.ok()) {
-    if (st.code() == StatusCode::kFailedPrecondition ||
-        st.code() == StatusCode::kInvalidArgument) {
+    if (st.code() == StatusCode::kFailedPrecondition || st.code() == StatusCode::kInvalidArgument) {
       // A local finding (mismatch): tell the others, keep the message.
-      std::string reason = fmt::format("{}: {}", desc.Describe(counter, Algorithm::kAuto),
-                                       st.message());
+      std::string reason =
+          fmt::format("{}: {}", desc.Describe(counter, Algorithm::kAuto), st.message());
       transport_->Abort(reason, base::Deadline::After(kAbortBudget));
       failed_ = Status(st.code(), reason);
     } else {
@@ -333,8 +359,8 @@ Status Communicator::Run(const OpDesc& desc, const CollectiveOptions& options,
     return failed_;
   }
   ++counter;
-  transport_->SetActivity(fmt::format("idle after {} #{}", desc.collective ? "collective" : "send/recv",
-                                      counter - 1));
+  transport_->SetActivity(
+      fmt::format("idle after {} #{}", desc.collective ? "collective" : "send/recv", counter - 1));
   return Status::Ok();
 }
 
@@ -400,15 +426,17 @@ Status Communicator::Broadcast(void* data, size_t count, DataType type, int root
   OpDesc d{OpKind::kBroadcast, type, ReduceOp::kSum, root, count};
   size_t bytes = count * SizeOf(type);
   RY_ASSIGN_OR_RETURN(Algorithm a, PickAlgorithm("broadcast", options));
-  if (a == Algorithm::kAuto) a = bytes <= options_.small_message_bytes ? Algorithm::kTree : Algorithm::kRing;
+  if (a == Algorithm::kAuto)
+    a = bytes <= options_.small_message_bytes ? Algorithm::kTree : Algorithm::kRing;
   return Run(d, options, [&](OpContext& c) {
     char* p = static_cast<char*>(data);
-    return a == Algorithm::kRing ? ChainBroadcast(c, p, bytes, root) : TreeBroadcast(c, p, bytes, root);
+    return a == Algorithm::kRing ? ChainBroadcast(c, p, bytes, root)
+                                 : TreeBroadcast(c, p, bytes, root);
   });
 }
 
-Status Communicator::Reduce(const void* send, void* recv, size_t count, DataType type,
-                            ReduceOp op, int root, CollectiveOptions options) {
+Status Communicator::Reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                            int root, CollectiveOptions options) {
   DrainAsync();
   if (root < 0 || root >= size_) {
     return InvalidArgument("reduce: root {} is outside world size {}", root, size_);
@@ -416,8 +444,8 @@ Status Communicator::Reduce(const void* send, void* recv, size_t count, DataType
   OpDesc d{OpKind::kReduce, type, op, root, count};
   RY_RETURN_IF_ERROR(PickAlgorithm("reduce", options).status());
   return Run(d, options, [&](OpContext& c) {
-    return TreeReduce(c, static_cast<const char*>(send), static_cast<char*>(recv), count, type,
-                      op, root);
+    return TreeReduce(c, static_cast<const char*>(send), static_cast<char*>(recv), count, type, op,
+                      root);
   });
 }
 
@@ -426,7 +454,7 @@ Status Communicator::Allreduce(const void* send, void* recv, size_t count, DataT
   DrainAsync();
   OpDesc d{OpKind::kAllreduce, type, op, -1, count};
   RY_ASSIGN_OR_RETURN(Algorithm a, PickAlgorithm("allreduce", options));
-  const bool window = transport_->WindowBytes() > 0;
+  const bool window = transport_->shared_window() != nullptr;
   if (a == Algorithm::kAuto && local_ == nullptr) {
     // Ring needs at least an element per rank to be worth its 2(n-1) steps. The shared
     // window (shm) moves fewer bytes than the ring from 3 ranks on, and for small vectors
@@ -449,8 +477,8 @@ Status Communicator::Allreduce(const void* send, void* recv, size_t count, DataT
       // Sum inside the host, combine across hosts, share inside the host; avg divides once,
       // by the whole job's size, at the end.
       ReduceOp inner = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
-      CollectiveOptions sub{.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                c.deadline.Remaining())};
+      CollectiveOptions sub{
+          .timeout = std::chrono::duration_cast<std::chrono::milliseconds>(c.deadline.Remaining())};
       RY_RETURN_IF_ERROR(local_->Reduce(s, r, count, type, inner, 0, sub));
       if (leaders_) RY_RETURN_IF_ERROR(leaders_->Allreduce(r, r, count, type, inner, sub));
       RY_RETURN_IF_ERROR(local_->Broadcast(r, count, type, 0, sub));
@@ -560,9 +588,8 @@ std::shared_ptr<Work> Communicator::AllreduceAsync(const void* send, void* recv,
   return Submit([=, this] { return Allreduce(send, recv, count, type, op, options); });
 }
 
-std::shared_ptr<Work> Communicator::AllgatherAsync(const void* send, void* recv,
-                                                   size_t send_count, DataType type,
-                                                   CollectiveOptions options) {
+std::shared_ptr<Work> Communicator::AllgatherAsync(const void* send, void* recv, size_t send_count,
+                                                   DataType type, CollectiveOptions options) {
   return Submit([=, this] { return Allgather(send, recv, send_count, type, options); });
 }
 

@@ -55,7 +55,7 @@ Status RingAllreduce(OpContext& c, const char* send, char* recv, size_t count, D
   // receiving into scratch and reducing from there. Safe to run early: the output block of
   // step s is read (sent on) only after step s, and written by the allgather only after the
   // whole ring has passed it.
-  const bool in_place = c.transport->SupportsConsume() && ReduceOnReceive();
+  const bool in_place = c.transport->consuming_receiver() != nullptr && ReduceOnReceive();
   if (!in_place) scratch[0] = c.Scratch(0, b.max_bytes), scratch[1] = c.Scratch(1, b.max_bytes);
   auto post_rs_recv = [&](int s) -> Status {
     int blk = c.RingRank(p - s - 2);
@@ -63,8 +63,8 @@ Status RingAllreduce(OpContext& c, const char* send, char* recv, size_t count, D
       net::Request r;
       if (in_place) {
         const size_t at = b.offset[blk] + lo;
-        RY_ASSIGN_OR_RETURN(r, c.RecvReduce(prev, kReduceScatter, recv + at, send + at, hi - lo,
-                                            type, op));
+        RY_ASSIGN_OR_RETURN(
+            r, c.RecvReduce(prev, kReduceScatter, recv + at, send + at, hi - lo, type, op));
       } else {
         RY_ASSIGN_OR_RETURN(r, c.Recv(prev, kReduceScatter, scratch[s % 2] + lo, hi - lo));
       }
@@ -145,15 +145,15 @@ Status RingReduceScatter(OpContext& c, const char* send, char* recv, size_t recv
   std::vector<std::vector<net::Request>> recvs(n - 1), sends(n);
   // As in RingAllreduce, pieces are reduced as they arrive where the transport allows:
   // straight into the slot (or, at the last step, the output) that step s reduces into.
-  const bool in_place = c.transport->SupportsConsume() && ReduceOnReceive();
+  const bool in_place = c.transport->consuming_receiver() != nullptr && ReduceOnReceive();
   auto post_recv = [&](int s) -> Status {
     const int blk = c.RingRank(p - s - 2);
     char* out = s + 1 == n - 1 ? recv : slot[s % 3];
     for (auto [lo, hi] : ps) {
       net::Request r;
       if (in_place) {
-        RY_ASSIGN_OR_RETURN(r, c.RecvReduce(prev, kReduceScatter, out + lo,
-                                            send + blk * block + lo, hi - lo, type, op));
+        RY_ASSIGN_OR_RETURN(r, c.RecvReduce(prev, kReduceScatter, out + lo, send + blk * block + lo,
+                                            hi - lo, type, op));
       } else {
         RY_ASSIGN_OR_RETURN(r, c.Recv(prev, kReduceScatter, slot[s % 3] + lo, hi - lo));
       }

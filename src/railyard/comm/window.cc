@@ -28,21 +28,26 @@ namespace railyard::comm {
 
 Status WindowAllreduce(OpContext& c, const char* send, char* recv, size_t count, DataType type,
                        ReduceOp op) {
-  net::Transport& t = *c.transport;
+  net::SharedWindow* window_or_null = c.transport->shared_window();
+  if (window_or_null == nullptr) {
+    return FailedPrecondition("window allreduce needs a shared window; the {} transport has none",
+                              c.transport->name());
+  }
+  net::SharedWindow& t = *window_or_null;
   const int n = c.size;
   const size_t es = SizeOf(type);
   const size_t half = t.WindowBytes() / 2 / 64 * 64;
   // Elements per round: the input slice plus the largest share (1/n of it, rounded up, on a
   // 64-byte boundary) fit in a half.
   size_t per_round = half / es * static_cast<size_t>(n) / static_cast<size_t>(n + 1);
-  while (per_round > 0 &&
-         (per_round * es + 63) / 64 * 64 + (per_round / n + 1) * es > half) {
+  while (per_round > 0 && (per_round * es + 63) / 64 * 64 + (per_round / n + 1) * es > half) {
     --per_round;
   }
   if (n < 2 || per_round < static_cast<size_t>(n)) {
-    return FailedPrecondition("window allreduce needs a shared window of at least {} bytes "
-                              "for {} ranks of {}-byte elements, the transport has {}",
-                              4 * 64 * n * es, n, es, t.WindowBytes());
+    return FailedPrecondition(
+        "window allreduce needs a shared window of at least {} bytes "
+        "for {} ranks of {}-byte elements, the transport has {}",
+        4 * 64 * n * es, n, es, t.WindowBytes());
   }
   const size_t share_offset = (per_round * es + 63) / 64 * 64;
   const uint64_t v0 = t.WindowCounter();
@@ -87,7 +92,8 @@ Status WindowAllreduce(OpContext& c, const char* send, char* recv, size_t count,
       const size_t m = std::min(tile * es, mine_bytes - b) / es;
       const size_t in = at + mine_at + b;
       Reduce(type, op, out + b, window[0] + in, window[1] + in, m);
-      for (int r = 2; r < n; ++r) Reduce(type, op, out + b, out + b, window[static_cast<size_t>(r)] + in, m);
+      for (int r = 2; r < n; ++r)
+        Reduce(type, op, out + b, out + b, window[static_cast<size_t>(r)] + in, m);
     }
     t.PublishWindow(v0 + 3 * k + 2);
 

@@ -1,9 +1,9 @@
 #include "railyard/net/transport.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace railyard::net {
 
@@ -24,7 +24,7 @@ std::string DescribeRanks(std::span<const int> ranks) {
   return out;
 }
 
-void UnitJoiner::Feed(const Transport::Consumer& consume, size_t granule, uint64_t at,
+void UnitJoiner::Feed(const ConsumingReceiver::Consumer& consume, size_t granule, uint64_t at,
                       const char* data, size_t n) {
   if (len_ > 0) {  // complete the split unit first
     const size_t take = std::min(granule - len_, n);
@@ -43,7 +43,7 @@ void UnitJoiner::Feed(const Transport::Consumer& consume, size_t granule, uint64
   if (len_ > 0) std::memcpy(head_, data + whole, len_);
 }
 
-void UnitJoiner::Flush(const Transport::Consumer& consume, uint64_t end) {
+void UnitJoiner::Flush(const ConsumingReceiver::Consumer& consume, uint64_t end) {
   if (len_ == 0) return;
   consume(end - len_, head_, len_);
   len_ = 0;

@@ -125,6 +125,10 @@ inline int JobRankOf(const TransportOptions& options, int rank) {
              : -1;
 }
 
+class ConsumingReceiver;
+class SharedWindow;
+class RmaWriter;
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -157,44 +161,6 @@ class Transport {
   // Bytes received by a completed receive (valid until the next WaitAll).
   virtual size_t ReceivedBytes(Request request) const = 0;
 
-  // A receive that hands the bytes to `consume` as they arrive instead of copying them into
-  // a buffer, so that a reduction reads them once, straight from the transport's memory (the
-  // shm ring) while they are in cache, rather than from a scratch copy. `consume(offset,
-  // data, n)` is called on this thread from inside WaitAll/Probe, once for every byte of the
-  // message, in runs of whole `granule`-byte units (an element, a power of two up to 16; a
-  // unit split between two reads is joined first) except for a trailing part of a message
-  // whose length is not a multiple. The runs may come in any order (tcp: its streams). Matching,
-  // DATA_LOSS for a longer message and ReceivedBytes are as for PostRecv. Only backends where
-  // SupportsConsume() is true implement it; the others return UNIMPLEMENTED.
-  using Consumer = std::function<void(size_t offset, const char* data, size_t n)>;
-  virtual bool SupportsConsume() const { return false; }
-  virtual Result<Request> PostRecvConsume(int peer, Tag tag, size_t len, size_t granule,
-                                          Consumer consume) {
-    (void)peer, (void)tag, (void)len, (void)granule, (void)consume;
-    return Unimplemented("{} transport: consuming receives are not supported", name());
-  }
-
-  // A shared window (shm only): WindowBytes() of memory per rank that every rank of the
-  // transport has mapped, so a collective can read peers' data in place instead of passing
-  // it through rings. Only its owner writes a rank's window; PublishWindow(v) raises the
-  // owner's counter to v after its writes (release), and WaitWindow(v) returns once every
-  // rank's counter is at least v (acquire), so what they wrote before is visible. It serves
-  // requests meanwhile and fails, naming the rank, when one died, aborted, or did not get
-  // there by the deadline. Counters only grow: ranks that run the same window steps in the
-  // same order agree on their values. WindowBytes() is 0 (and the rest unusable) where the
-  // backend has none, or where any rank could not allocate its window.
-  virtual size_t WindowBytes() const { return 0; }
-  virtual char* Window(int rank) {
-    (void)rank;
-    return nullptr;
-  }
-  virtual uint64_t WindowCounter() const { return 0; }
-  virtual void PublishWindow(uint64_t value) { (void)value; }
-  virtual Status WaitWindow(uint64_t value, base::Deadline deadline) {
-    (void)value, (void)deadline;
-    return Unimplemented("{} transport: no shared window", name());
-  }
-
   // Asks `ranks` whether they are alive and what they do. Answers come from peers that are
   // inside a WaitAll (or Probe) themselves. Never fails: unreachable peers are reported.
   virtual std::vector<ProbeResult> Probe(std::span<const int> ranks, base::Deadline deadline) = 0;
@@ -208,45 +174,91 @@ class Transport {
   // from any thread and more than once.
   virtual void Abort(std::string_view reason, base::Deadline deadline) = 0;
 
-  // One-sided writes (RMA). Only backends that support them (ofi) override these; the
-  // others return UNIMPLEMENTED. A target learns that writes landed through a message the
-  // writer sends after its write requests completed.
-  virtual bool SupportsRma() const { return false; }
-  // Registers [data, data + len) as a target of peers' writes. `remote_key` is opaque bytes
-  // to hand to the writing peers (through a message or the store).
+  // Optional capabilities (below): the interface where this backend has it, else nullptr.
+  // The pointer is this transport (owned by it, valid as long as it) and is used under the
+  // same one-thread rule. Ask after Start(): whether shm has a window is settled there.
+  virtual ConsumingReceiver* consuming_receiver() { return nullptr; }  // tcp, shm
+  virtual SharedWindow* shared_window() { return nullptr; }            // shm
+  virtual RmaWriter* rma_writer() { return nullptr; }                  // ofi
+};
+
+// Capability: receives that hand the bytes to a consumer as they arrive instead of copying
+// them into a buffer, so that a reduction reads them once, straight from the transport's
+// memory (the shm ring) while they are in cache, rather than from a scratch copy.
+class ConsumingReceiver {
+ public:
+  // consume(offset, data, n): called on the waiting thread from inside WaitAll/Probe, once
+  // for every byte of the message, in runs of whole `granule`-byte units (an element, a
+  // power of two up to 16; a unit split between two reads is joined first) except for a
+  // trailing part of a message whose length is not a multiple. The runs may come in any
+  // order (tcp: its streams).
+  using Consumer = std::function<void(size_t offset, const char* data, size_t n)>;
+
+  // Matching, DATA_LOSS for a longer message and ReceivedBytes are as for PostRecv.
+  // INVALID_ARGUMENT for a bad peer or granule.
+  virtual Result<Request> PostRecvConsume(int peer, Tag tag, size_t len, size_t granule,
+                                          Consumer consume) = 0;
+
+ protected:
+  ~ConsumingReceiver() = default;  // owned and destroyed as the Transport
+};
+
+// Capability: a shared window (shm): WindowBytes() of memory per rank that every rank of the
+// transport has mapped, so a collective can read peers' data in place instead of passing it
+// through rings. Only its owner writes a rank's window; PublishWindow(v) raises the owner's
+// counter to v after its writes (release), and WaitWindow(v) returns once every rank's
+// counter is at least v (acquire), so what they wrote before is visible. It serves requests
+// meanwhile and fails, naming the rank, when one died, aborted, or did not get there by the
+// deadline (and then the transport is failed, as after WaitAll). Counters only grow: ranks
+// that run the same window steps in the same order agree on their values.
+class SharedWindow {
+ public:
+  virtual size_t WindowBytes() const = 0;
+  // The window of `rank` (own included); nullptr for a rank outside [0, size).
+  virtual char* Window(int rank) = 0;
+  // This rank's counter as last published.
+  virtual uint64_t WindowCounter() const = 0;
+  virtual void PublishWindow(uint64_t value) = 0;
+  virtual Status WaitWindow(uint64_t value, base::Deadline deadline) = 0;
+
+ protected:
+  ~SharedWindow() = default;
+};
+
+// Capability: one-sided writes (RMA, ofi). A target learns that writes landed through a
+// message the writer sends after its write requests completed.
+class RmaWriter {
+ public:
   struct RmaRegion {
     uint64_t id = 0;
-    std::string remote_key;
+    std::string remote_key;  // opaque bytes to hand to the writing peers
   };
-  virtual Result<RmaRegion> RegisterRma(void* data, size_t len) {
-    (void)data, (void)len;
-    return Unimplemented("transport {} has no one-sided writes", name());
-  }
-  virtual Status DeregisterRma(uint64_t region_id) {
-    (void)region_id;
-    return Unimplemented("transport {} has no one-sided writes", name());
-  }
-  // Writes [data, data + len) at `offset` in the peer's region named by `remote_key`.
+  // Registers [data, data + len) as a target of peers' writes.
+  virtual Result<RmaRegion> RegisterRma(void* data, size_t len) = 0;
+  // NOT_FOUND for an unknown region.
+  virtual Status DeregisterRma(uint64_t region_id) = 0;
+  // Writes [data, data + len) at `offset` in the peer's region named by `remote_key`; a
+  // request like a send's, completed by WaitAll.
   virtual Result<Request> PostWrite(int peer, const void* data, size_t len,
-                                    std::string_view remote_key, uint64_t offset) {
-    (void)peer, (void)data, (void)len, (void)remote_key, (void)offset;
-    return Unimplemented("transport {} has no one-sided writes", name());
-  }
+                                    std::string_view remote_key, uint64_t offset) = 0;
+
+ protected:
+  ~RmaWriter() = default;
 };
 
 // Lists the peers whose requests are still pending, for DEADLINE_EXCEEDED messages.
 std::string DescribeRanks(std::span<const int> ranks);
 
-// For backends implementing PostRecvConsume: hands a stream of bytes to a consumer in whole
+// For backends that are a ConsumingReceiver: hands a stream of bytes to a consumer in whole
 // units, keeping the head of a unit split between two reads until its rest arrives.
 class UnitJoiner {
  public:
   static constexpr size_t kMaxGranule = 16;
   // `data` holds the message's bytes from offset `at` on; granule <= kMaxGranule.
-  void Feed(const Transport::Consumer& consume, size_t granule, uint64_t at, const char* data,
-            size_t n);
+  void Feed(const ConsumingReceiver::Consumer& consume, size_t granule, uint64_t at,
+            const char* data, size_t n);
   // At the end of the bytes (`end` = offset just past them): hands over a trailing part unit.
-  void Flush(const Transport::Consumer& consume, uint64_t end);
+  void Flush(const ConsumingReceiver::Consumer& consume, uint64_t end);
   void Reset() { len_ = 0; }
 
  private:

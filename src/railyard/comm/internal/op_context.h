@@ -45,12 +45,16 @@ struct OpContext {
     return transport->PostRecv(peer, tag_base | static_cast<net::Tag>(phase), data, len);
   }
   // A receive whose bytes are reduced as they arrive: out[i] = op(mine[i], received[i]) for
-  // the `len` bytes at out/mine, `granule` = the element size. Only where the transport
-  // SupportsConsume() (shm: reduced straight from the ring, no scratch copy).
+  // the `len` bytes at out/mine, `granule` = the element size. Only where the transport is
+  // a ConsumingReceiver (shm: reduced straight from the ring, no scratch copy).
   Result<net::Request> RecvReduce(int peer, int phase, char* out, const char* mine, size_t len,
                                   DataType type, ReduceOp op) {
     const size_t es = SizeOf(type);
-    return transport->PostRecvConsume(
+    net::ConsumingReceiver* consuming = transport->consuming_receiver();
+    if (consuming == nullptr) {
+      return FailedPrecondition("the {} transport cannot reduce on receive", transport->name());
+    }
+    return consuming->PostRecvConsume(
         peer, tag_base | static_cast<net::Tag>(phase), len, es,
         [out, mine, es, type, op](size_t at, const char* data, size_t n) {
           if (reinterpret_cast<uintptr_t>(data) % es == 0) {
@@ -98,7 +102,8 @@ struct Blocks {
 inline std::vector<std::pair<size_t, size_t>> Pieces(size_t bytes, size_t piece, size_t elem) {
   std::vector<std::pair<size_t, size_t>> out;
   piece = std::max(elem, piece / elem * elem);
-  for (size_t off = 0; off < bytes; off += piece) out.emplace_back(off, std::min(bytes, off + piece));
+  for (size_t off = 0; off < bytes; off += piece)
+    out.emplace_back(off, std::min(bytes, off + piece));
   return out;
 }
 

@@ -196,7 +196,7 @@ struct RmaRegionState {
   size_t len = 0;
 };
 
-class OfiTransport final : public Transport {
+class OfiTransport final : public Transport, public RmaWriter {
  public:
   OfiTransport(const FabricLibrary* fi, TransportOptions options, fi_info* info)
       : fi_(fi), options_(std::move(options)), info_(info), peers_(options_.size) {
@@ -238,7 +238,7 @@ class OfiTransport final : public Transport {
   }
   void Abort(std::string_view reason, base::Deadline deadline) override;
 
-  bool SupportsRma() const override { return rma_; }
+  RmaWriter* rma_writer() override { return rma_ ? this : nullptr; }
   Result<RmaRegion> RegisterRma(void* data, size_t len) override;
   Status DeregisterRma(uint64_t region_id) override;
   Result<Request> PostWrite(int peer, const void* data, size_t len, std::string_view remote_key,
@@ -1191,7 +1191,7 @@ void OfiTransport::Abort(std::string_view reason, base::Deadline deadline) {
   }
 }
 
-Result<Transport::RmaRegion> OfiTransport::RegisterRma(void* data, size_t len) {
+Result<RmaWriter::RmaRegion> OfiTransport::RegisterRma(void* data, size_t len) {
   std::lock_guard lock(mu_);
   RY_RETURN_IF_ERROR(Usable());
   if (!rma_) {

@@ -403,12 +403,13 @@ TEST(OfiTransport, DeadlineNamesThePendingPeerAndFailsTheTransport) {
 TEST(OfiTransport, RmaWriteThenNotify) {
   auto job = StartJob(2);
   ASSERT_NE(job, nullptr);
-  ASSERT_TRUE(job->t[0]->SupportsRma());
+  ASSERT_NE(job->t[0]->rma_writer(), nullptr);
   constexpr size_t kRegion = 1 << 20, kOffset = 4096, kLen = 256 << 10;
   auto st = job->Run([&](int rank, Transport& t) -> Status {
+    RmaWriter& rma = *t.rma_writer();
     if (rank == 1) {
       std::vector<uint8_t> region(kRegion, 0);
-      RY_ASSIGN_OR_RETURN(Transport::RmaRegion reg, t.RegisterRma(region.data(), region.size()));
+      RY_ASSIGN_OR_RETURN(RmaWriter::RmaRegion reg, rma.RegisterRma(region.data(), region.size()));
       RY_ASSIGN_OR_RETURN(Request s,
                           t.PostSend(0, 1, reg.remote_key.data(), reg.remote_key.size()));
       uint8_t notify = 0;
@@ -422,18 +423,18 @@ TEST(OfiTransport, RmaWriteThenNotify) {
       if (region[kOffset - 1] != 0 || region[kOffset + kLen] != 0) {
         return Internal("write landed outside its range");
       }
-      return t.DeregisterRma(reg.id);
+      return rma.DeregisterRma(reg.id);
     }
     std::string key(256, '\0');
     RY_ASSIGN_OR_RETURN(Request r, t.PostRecv(1, 1, key.data(), key.size()));
     RY_RETURN_IF_ERROR(t.WaitAll({&r, 1}, Soon()));
     key.resize(t.ReceivedBytes(r));
     auto data = Pattern(kLen, 77);
-    auto outside = t.PostWrite(1, data.data(), data.size(), key, kRegion - 10);
+    auto outside = rma.PostWrite(1, data.data(), data.size(), key, kRegion - 10);
     if (outside.status().code() != StatusCode::kInvalidArgument) {
       return Internal("out-of-range write: {}", outside.status().ToString());
     }
-    RY_ASSIGN_OR_RETURN(Request w, t.PostWrite(1, data.data(), data.size(), key, kOffset));
+    RY_ASSIGN_OR_RETURN(Request w, rma.PostWrite(1, data.data(), data.size(), key, kOffset));
     RY_RETURN_IF_ERROR(t.WaitAll({&w, 1}, Soon()));
     uint8_t notify = 1;
     RY_ASSIGN_OR_RETURN(Request s, t.PostSend(1, 2, &notify, 1));
@@ -553,7 +554,8 @@ TEST(OfiTransport, BadArgumentsAndReservedTags) {
   EXPECT_EQ(t.PostSend(2, 1, &b, 1).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(t.PostRecv(-1, 1, &b, 1).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(t.PostSend(1, kOfiMaxUserTag, &b, 1).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(t.DeregisterRma(12345).code(), StatusCode::kNotFound);
+  ASSERT_NE(t.rma_writer(), nullptr);
+  EXPECT_EQ(t.rma_writer()->DeregisterRma(12345).code(), StatusCode::kNotFound);
 }
 
 TEST(OfiTransport, UnknownProviderListsAvailableOnes) {

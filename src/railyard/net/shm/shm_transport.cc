@@ -19,6 +19,12 @@
 #include "railyard/base/hmac.h"
 #include "railyard/base/logging.h"
 #include "railyard/net/buffer_pool.h"
+#include "railyard/net/internal/failure_state.h"
+#include "railyard/net/internal/matcher.h"
+#include "railyard/net/internal/pending.h"
+#include "railyard/net/internal/probe_set.h"
+#include "railyard/net/internal/request_table.h"
+#include "railyard/net/internal/unexpected_budget.h"
 #include "railyard/net/peer_directory.h"
 #include "railyard/net/shm/shm_ring.h"
 
@@ -59,7 +65,7 @@ struct Op {
   bool complete = false;
   Status status;
   // A consuming receive (PostRecvConsume): bytes go to `consume` in whole `granule` units.
-  Transport::Consumer consume;
+  ConsumingReceiver::Consumer consume;
   size_t granule = 1;
   size_t fed = 0;  // bytes handed to `joiner` so far
   UnitJoiner joiner;
@@ -70,17 +76,7 @@ struct Unexpected {
   size_t len = 0;
   PooledBuffer data;
   bool complete = false;
-};
-
-struct Key {
-  int peer;
-  Tag tag;
-  bool operator==(const Key&) const = default;
-};
-struct KeyHash {
-  size_t operator()(const Key& k) const {
-    return std::hash<uint64_t>()(k.tag * 0x9e3779b97f4a7c15ULL ^ static_cast<uint64_t>(k.peer));
-  }
+  size_t held = 0;  // bytes counted against the unexpected-message budget
 };
 
 struct Peer {
@@ -105,7 +101,7 @@ struct Peer {
   int pending = 0;                 // unfinished ops with this peer
 };
 
-class ShmTransport final : public Transport {
+class ShmTransport final : public Transport, public ConsumingReceiver, public SharedWindow {
  public:
   ShmTransport(const TransportOptions& options, const ShmOptions& shm)
       : options_(options), shm_(shm), rank_(options.rank), size_(options.size) {
@@ -141,18 +137,17 @@ class ShmTransport final : public Transport {
   Status Start(Deadline deadline) override;
   Result<Request> PostSend(int peer, Tag tag, const void* data, size_t len) override;
   Result<Request> PostRecv(int peer, Tag tag, void* data, size_t len) override;
-  bool SupportsConsume() const override { return true; }
+  ConsumingReceiver* consuming_receiver() override { return this; }
   Result<Request> PostRecvConsume(int peer, Tag tag, size_t len, size_t granule,
                                   Consumer consume) override;
   Status WaitAll(std::span<const Request> requests, Deadline deadline) override;
-  size_t ReceivedBytes(Request request) const override {
-    auto it = received_.find(request.id);
-    return it == received_.end() ? 0 : it->second;
-  }
+  size_t ReceivedBytes(Request request) const override { return ops_.ReceivedBytes(request); }
   std::vector<ProbeResult> Probe(std::span<const int> ranks, Deadline deadline) override;
   void SetActivity(std::string activity) override { activity_ = std::move(activity); }
   void Abort(std::string_view reason, Deadline deadline) override;
 
+  // No window where any rank could not allocate one (window_bytes_ is their minimum).
+  SharedWindow* shared_window() override { return window_bytes_ > 0 ? this : nullptr; }
   size_t WindowBytes() const override { return window_bytes_; }
   char* Window(int rank) override {
     if (window_bytes_ == 0 || rank < 0 || rank >= size_) return nullptr;
@@ -171,9 +166,12 @@ class ShmTransport final : public Transport {
   Status ConnectPeer(int r, const std::string& value);
   size_t WindowToAskFor() const;
   Status Usable();
-  void SetFatal(Status s) {
-    if (fatal_.ok()) fatal_ = std::move(s);
-  }
+  void SetFatal(Status s) { failure_.Fail(std::move(s)); }
+  bool failed() const { return failure_.failed(); }
+  // Writes this rank's abort into every peer's segment and wakes every sleeper.
+  void SignalAbort(const std::string& reason);
+  // Hands a message that waited for its receive to `op` and gives its buffer back.
+  void TakeUnexpected(Op* op, std::unique_ptr<Unexpected> u);
   Op* NewOp(bool is_send, int peer, Tag tag, size_t len);
   void Finish(Op* op, Status status = Status::Ok());
   // Copies a complete message into a receive; DATA_LOSS when it does not fit.
@@ -232,21 +230,15 @@ class ShmTransport final : public Transport {
   Segment own_;
   std::atomic<bool> started_{false};
 
-  uint64_t next_id_ = 1;
-  std::unordered_map<uint64_t, std::unique_ptr<Op>> ops_;
-  std::unordered_map<Key, std::deque<Op*>, KeyHash> recvs_;
-  std::unordered_map<Key, std::deque<std::unique_ptr<Unexpected>>, KeyHash> unexpected_;
+  internal::RequestTable<Op> ops_;
+  internal::Matcher<Op*, std::unique_ptr<Unexpected>> matcher_;
   BufferPool spare_;  // buffers of unexpected messages, for reuse
-  std::unordered_map<uint64_t, size_t> received_;
-  Status fatal_;
+  internal::UnexpectedBudget budget_;
+  internal::FailureState failure_;  // the first error; the abort request
   std::string activity_;
   uint64_t probe_seq_ = 0;
   base::Clock::time_point next_liveness_check_{};
   size_t window_bytes_ = 0;  // the smallest of all ranks' windows: 0 if any has none
-
-  std::atomic<bool> aborted_{false};
-  std::mutex abort_mu_;
-  std::string abort_reason_;
 };
 
 Status ShmTransport::Start(Deadline deadline) {
@@ -308,14 +300,7 @@ Status ShmTransport::Start(Deadline deadline) {
       window_bytes_ = std::min<size_t>(window_bytes_, P(r).segment.layout().window_bytes);
   }
   started_.store(true, std::memory_order_release);
-  if (aborted_.load()) {  // an Abort that raced with Start
-    std::string reason;
-    {
-      std::lock_guard lock(abort_mu_);
-      reason = abort_reason_;
-    }
-    Abort(reason, deadline);
-  }
+  if (failure_.abort_requested()) SignalAbort(failure_.abort_reason());  // raced with Start
   kLog.Debug("{} started: segment {}, {} ranks, {}-byte rings", Me(), name, size_, shm_.ring_bytes);
   return Status::Ok();
 }
@@ -383,26 +368,19 @@ Status ShmTransport::ConnectPeer(int r, const std::string& value) {
 }
 
 Status ShmTransport::Usable() {
-  if (!fatal_.ok()) return fatal_;  // the first error stays, even after a later Abort
-  if (aborted_.load(std::memory_order_acquire)) {
-    std::lock_guard lock(abort_mu_);
-    return Aborted("{} aborted the job: {}", Me(), abort_reason_);
-  }
+  if (failed()) return failure_.status();  // the first error stays, even after a later Abort
   if (started_.load(std::memory_order_relaxed)) CheckRemoteAbort();
-  return fatal_;
+  return failure_.status();
 }
 
 Op* ShmTransport::NewOp(bool is_send, int peer, Tag tag, size_t len) {
-  auto op = std::make_unique<Op>();
-  op->id = next_id_++;
+  Op* op = ops_.Add();
   op->is_send = is_send;
   op->peer = peer;
   op->tag = tag;
   op->len = len;
-  Op* raw = op.get();
-  ops_.emplace(raw->id, std::move(op));
   if (peer != rank_) ++P(peer).pending;
-  return raw;
+  return op;
 }
 
 void ShmTransport::Finish(Op* op, Status status) {
@@ -453,20 +431,15 @@ Result<Request> ShmTransport::PostSend(int peer, Tag tag, const void* data, size
   Op* op = NewOp(true, peer, tag, len);
   op->src = static_cast<const char*>(data);
   if (peer == rank_) {  // to self: match or buffer now; the caller's buffer is free at once
-    Key k{peer, tag};
-    auto it = recvs_.find(k);
-    if (it != recvs_.end()) {
-      Op* recv = it->second.front();
-      it->second.pop_front();
-      if (it->second.empty()) recvs_.erase(it);
-      Deliver(recv, op->src, len);
+    if (std::optional<Op*> recv = matcher_.TakeRecv(peer, tag)) {
+      Deliver(*recv, op->src, len);
     } else {
       auto u = std::make_unique<Unexpected>();
       u->len = len;
       u->data = spare_.Take(len);
       if (len > 0) std::memcpy(u->data.data(), data, len);
       u->complete = true;
-      unexpected_[k].push_back(std::move(u));
+      matcher_.AddMessage(peer, tag, std::move(u));
     }
     Finish(op);
   } else {
@@ -501,35 +474,35 @@ Result<Request> ShmTransport::PostRecvImpl(int peer, Tag tag, void* data, size_t
   op->dst = static_cast<char*>(data);
   op->granule = granule;
   op->consume = std::move(consume);
-  Key k{peer, tag};
-  auto it = unexpected_.find(k);
-  if (it == unexpected_.end()) {
-    recvs_[k].push_back(op);
-    return Request{op->id};
+  if (std::optional<std::unique_ptr<Unexpected>> u = matcher_.TakeMessage(peer, tag)) {
+    TakeUnexpected(op, std::move(*u));
+  } else {
+    matcher_.AddRecv(peer, tag, op);
   }
-  std::unique_ptr<Unexpected> u = std::move(it->second.front());
-  it->second.pop_front();
-  if (it->second.empty()) unexpected_.erase(it);
+  return Request{op->id};
+}
+
+void ShmTransport::TakeUnexpected(Op* op, std::unique_ptr<Unexpected> u) {
+  budget_.Release(u->held);
   if (u->complete) {
     Deliver(op, u->data.data(), u->len);
     spare_.Give(std::move(u->data));
-    return Request{op->id};
+    return;
   }
   // Still streaming in (only the newest message of a peer can be): copy what is there and
   // let the rest go straight to the caller's buffer.
-  Peer::Incoming& in = P(peer).incoming;
-  if (u->len > len) {
-    Status st = DataLossFor(peer, tag, u->len, len);
+  Peer::Incoming& in = P(op->peer).incoming;
+  if (u->len > op->len) {
+    Status st = DataLossFor(op->peer, op->tag, u->len, op->len);
     SetFatal(st);
     Finish(op, st);
     in.buffer = nullptr;  // discard the rest
-    return Request{op->id};
+    return;
   }
   Put(op, 0, u->data.data(), in.got);
   spare_.Give(std::move(u->data));
   in.buffer = nullptr;
   in.op = op;
-  return Request{op->id};
 }
 
 bool ShmTransport::ProgressSends(Peer& p) {
@@ -563,12 +536,8 @@ void ShmTransport::StartIncoming(int r, Peer& p, const MessageHeader& h) {
     return;
   }
   ++p.in_seq;
-  Key k{r, h.tag};
-  auto it = recvs_.find(k);
-  if (it != recvs_.end()) {
-    Op* op = it->second.front();
-    it->second.pop_front();
-    if (it->second.empty()) recvs_.erase(it);
+  if (std::optional<Op*> recv = matcher_.TakeRecv(r, h.tag)) {
+    Op* op = *recv;
     if (h.len > op->len) {
       Status st = DataLossFor(r, h.tag, h.len, op->len);
       SetFatal(st);
@@ -578,23 +547,28 @@ void ShmTransport::StartIncoming(int r, Peer& p, const MessageHeader& h) {
     in.op = op;
     return;
   }
+  if (Status st = budget_.Hold(h.len, h.tag); !st.ok()) {
+    SetFatal(Status(st.code(), fmt::format("{}: {}", DescribePeer(p.info), st.message())));
+    return;  // discard
+  }
   auto u = std::make_unique<Unexpected>();
   u->len = h.len;
+  u->held = h.len;
   u->data = spare_.Take(h.len);
   in.buffer = u.get();
-  unexpected_[k].push_back(std::move(u));
+  matcher_.AddMessage(r, h.tag, std::move(u));
 }
 
 bool ShmTransport::ProgressRecvs(int r, Peer& p) {
   if (!p.in.Snapshot()) return false;
   const uint64_t before = p.in.position();
   Peer::Incoming& in = p.incoming;
-  while (fatal_.ok()) {
+  while (!failed()) {
     if (!in.active) {
       MessageHeader h;
       if (!p.in.ReadRecord(&h, sizeof(h))) break;
       StartIncoming(r, p, h);
-      if (!fatal_.ok()) break;
+      if (failed()) break;
     }
     if (in.op != nullptr && in.op->consume) {
       Op* op = in.op;
@@ -622,7 +596,7 @@ bool ShmTransport::ProgressRecvs(int r, Peer& p) {
 
 bool ShmTransport::Progress() {
   bool moved = false;
-  for (int r = 0; r < size_ && fatal_.ok(); ++r) {
+  for (int r = 0; r < size_ && !failed(); ++r) {
     if (r == rank_) continue;
     Peer& p = P(r);
     if (!p.sends.empty()) moved |= ProgressSends(p);
@@ -633,7 +607,7 @@ bool ShmTransport::Progress() {
 
 bool ShmTransport::HasWork() {
   SegmentHeader* h = own_.header();
-  if (aborted_.load() || h->abort_state.load(std::memory_order_acquire) != 0 ||
+  if (failure_.abort_requested() || h->abort_state.load(std::memory_order_acquire) != 0 ||
       h->probe_flag.load(std::memory_order_acquire) != 0) {
     return true;
   }
@@ -679,7 +653,7 @@ void ShmTransport::AnswerProbes() {
 
 void ShmTransport::CheckRemoteAbort() {
   SegmentHeader* h = own_.header();
-  if (!fatal_.ok() || h->abort_state.load(std::memory_order_acquire) != 2) return;
+  if (failed() || h->abort_state.load(std::memory_order_acquire) != 2) return;
   int who = h->abort_rank;
   std::string reason(h->abort_reason, std::min<size_t>(h->abort_len, shm::kMaxAbortReasonBytes));
   std::string name = who >= 0 && who < size_ ? DescribePeer(infos_[static_cast<size_t>(who)])
@@ -692,13 +666,13 @@ void ShmTransport::CheckLiveness() {
     if (r == rank_ || P(r).pending == 0) continue;
     if (!P(r).watch.Exited()) continue;
     Progress();  // take what it published before it died
-    if (P(r).pending == 0 || !fatal_.ok()) continue;
+    if (P(r).pending == 0 || failed()) continue;
     const Op* pending = nullptr;
-    for (const auto& [id, op] : ops_) {
-      if (op->peer == r && !op->complete && (pending == nullptr || op->id < pending->id)) {
-        pending = op.get();
+    ops_.ForEach([&](const Op& op) {
+      if (op.peer == r && !op.complete && (pending == nullptr || op.id < pending->id)) {
+        pending = &op;
       }
-    }
+    });
     SetFatal(Unavailable(
         "{}: process exited while {} tag {} was pending ({} of {} bytes)", DescribePeer(P(r).info),
         pending != nullptr && pending->is_send ? "a send with" : "a receive of",
@@ -724,13 +698,7 @@ void ShmTransport::Cancel(Op* op) {
       }
     }
   } else {
-    Key k{op->peer, op->tag};
-    auto it = recvs_.find(k);
-    if (it != recvs_.end()) {
-      auto& q = it->second;
-      q.erase(std::remove(q.begin(), q.end(), op), q.end());
-      if (q.empty()) recvs_.erase(it);
-    }
+    matcher_.RemoveRecv(op->peer, op->tag, op);
     if (p != nullptr && p->incoming.op == op) p->incoming.op = nullptr;  // discard the rest
   }
   Finish(op, DeadlineExceeded("abandoned at a deadline"));
@@ -761,18 +729,18 @@ Status ShmTransport::WaitWindow(uint64_t value, Deadline deadline) {
     RY_RETURN_IF_ERROR(Usable());
     bool moved = Progress();
     AnswerProbes();
-    if (!fatal_.ok()) return fatal_;
+    if (failed()) return failure_.status();
     base::Clock::time_point now = base::Clock::now();
     if (now >= next_liveness_check_) {
       next_liveness_check_ = now + kLivenessTick;
       CheckLiveness();
-      for (int r = 0; r < size_ && fatal_.ok(); ++r) {
+      for (int r = 0; r < size_ && !failed(); ++r) {
         if (behind(r) && P(r).watch.Exited()) {
           SetFatal(Unavailable("{}: process exited before its shared-window step {}",
                                DescribePeer(P(r).info), value));
         }
       }
-      if (!fatal_.ok()) return fatal_;
+      if (failed()) return failure_.status();
     }
     if (deadline.Expired()) {
       std::vector<int> ranks;
@@ -788,47 +756,39 @@ Status ShmTransport::WaitWindow(uint64_t value, Deadline deadline) {
           DeadlineExceeded("{}: deadline passed waiting for ranks {} to reach "
                            "shared-window step {}{}",
                            Me(), DescribeRanks(ranks), value, detail));
-      return fatal_;
+      return failure_.status();
     }
     Backoff(moved, now, &idle_since, deadline, [&] { return all_there() || HasWork(); });
   }
 }
 
 Status ShmTransport::WaitAll(std::span<const Request> requests, Deadline deadline) {
-  received_.clear();
-  std::vector<uint64_t> ids;
-  ids.reserve(requests.size());
-  for (const Request& r : requests) ids.push_back(r.id);
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());  // a request listed twice
-  std::vector<Op*> ops;
-  ops.reserve(ids.size());
-  Status bad;
-  for (uint64_t id : ids) {
-    auto it = ops_.find(id);
-    if (it == ops_.end()) {
-      bad = InvalidArgument("{}: request {} is unknown (never posted or already waited)", Me(), id);
-    } else {
-      ops.push_back(it->second.get());
-    }
-  }
+  ops_.StartWait();
+  internal::WaitSet<Op> w = ops_.Collect(requests, Me());
+  // Waited requests are consumed whatever the outcome (transport.h); any error but the
+  // caller's own mistake fails the transport: part of an abandoned send may be in a peer's
+  // ring, so the streams cannot be trusted again.
   auto consume = [&](Status st) {
-    for (Op* op : ops) {
+    for (Op* op : w.ops) {
       if (!op->complete) Cancel(op);
-      if (!op->is_send && op->status.ok()) received_[op->id] = op->done_bytes;
-      ops_.erase(op->id);
+      if (!op->is_send && op->status.ok()) ops_.SetReceived(op->id, op->done_bytes);
+      ops_.Erase(op->id);
+    }
+    if (!st.ok() && st.code() != StatusCode::kInvalidArgument) {
+      SetFatal(st);
+      return failure_.status();
     }
     return st;
   };
-  if (!bad.ok()) return consume(bad);
+  if (!w.status.ok()) return consume(w.status);
   base::Clock::time_point idle_since = base::Clock::now();
   for (;;) {
     if (Status st = Usable(); !st.ok()) return consume(st);
     bool moved = Progress();
     AnswerProbes();
-    if (!fatal_.ok()) return consume(fatal_);
+    if (failed()) return consume(failure_.status());
     bool all = true;
-    for (Op* op : ops) {
+    for (Op* op : w.ops) {
       if (op->complete && !op->status.ok()) return consume(op->status);
       all &= op->complete;
     }
@@ -837,125 +797,98 @@ Status ShmTransport::WaitAll(std::span<const Request> requests, Deadline deadlin
     if (now >= next_liveness_check_) {
       next_liveness_check_ = now + kLivenessTick;
       CheckLiveness();
-      if (!fatal_.ok()) return consume(fatal_);
+      if (failed()) return consume(failure_.status());
     }
     if (deadline.Expired()) {
-      std::vector<int> ranks;
-      std::string detail;
-      int shown = 0;
-      for (Op* op : ops) {
+      std::vector<internal::PendingRequest> left;
+      for (Op* op : w.ops) {
         if (op->complete) continue;
-        if (std::find(ranks.begin(), ranks.end(), op->peer) == ranks.end()) {
-          ranks.push_back(op->peer);
-        }
-        if (shown++ < 4) {
-          detail += fmt::format("; {} {} tag {} ({} of {} bytes)",
-                                op->is_send ? "send to" : "receive from",
-                                DescribePeer(infos_[static_cast<size_t>(op->peer)]), Hex(op->tag),
-                                op->done_bytes, op->len);
-        }
+        left.push_back({.peer = op->peer,
+                        .is_send = op->is_send,
+                        .tag = op->tag,
+                        .done_bytes = op->done_bytes,
+                        .bytes = op->len});
       }
-      std::sort(ranks.begin(), ranks.end());
-      // The transport is failed from here on (transport.h): part of an abandoned send may be
-      // in a peer's ring, so the streams cannot be trusted again.
-      SetFatal(DeadlineExceeded("{}: deadline passed with {} requests pending with ranks {}{}",
-                                Me(), shown, DescribeRanks(ranks), detail));
-      return consume(fatal_);
+      return consume(internal::DeadlinePassed(Me(), left, w.ops.size(), [this](int peer) {
+        return DescribePeer(infos_[static_cast<size_t>(peer)]);
+      }));
     }
     Backoff(moved, now, &idle_since, deadline, [this] { return HasWork(); });
   }
 }
 
 std::vector<ProbeResult> ShmTransport::Probe(std::span<const int> ranks, Deadline deadline) {
-  std::vector<ProbeResult> out(ranks.size());
+  internal::ProbeSet probes(ranks, rank_, size_, activity_);
   std::vector<uint64_t> seq(ranks.size(), 0);
   const bool started = started_.load(std::memory_order_acquire);
-  size_t waiting = 0;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    int r = ranks[i];
-    out[i].rank = r;
-    if (r < 0 || r >= size_) {
-      out[i].state = ProbeResult::State::kDead;
-      out[i].detail = fmt::format("no rank {} in a {}-rank job", r, size_);
-    } else if (r == rank_) {
-      out[i].state = ProbeResult::State::kAlive;
-      out[i].activity = activity_;
-    } else if (!started) {
-      out[i].detail = "this rank's shm transport is not started";
-    } else {
-      seq[i] = ++probe_seq_;
-      P(r).segment.probe_slot(rank_)->request.store(seq[i], std::memory_order_release);
-      P(r).header->probe_flag.store(1, std::memory_order_release);
-      shm::WakeIfSleeping(P(r).header);
-      ++waiting;
+  for (size_t i : probes.Pending()) {
+    const int r = probes.rank(i);
+    if (!started) {
+      probes.Unresponsive(i, "this rank's transport has not started");
+      continue;
     }
+    seq[i] = ++probe_seq_;
+    P(r).segment.probe_slot(rank_)->request.store(seq[i], std::memory_order_release);
+    P(r).header->probe_flag.store(1, std::memory_order_release);
+    shm::WakeIfSleeping(P(r).header);
   }
   auto answered = [&](size_t i) {
     return seq[i] != 0 &&
-           P(ranks[i]).segment.probe_slot(rank_)->answer.load(std::memory_order_acquire) == seq[i];
+           P(probes.rank(i)).segment.probe_slot(rank_)->answer.load(std::memory_order_acquire) ==
+               seq[i];
   };
   auto any_answer = [&] {
     for (size_t i = 0; i < ranks.size(); ++i) {
-      if (answered(i)) return true;
+      if (probes.pending(i) && answered(i)) return true;
     }
     return false;
   };
   const auto start = base::Clock::now();
   base::Clock::time_point next_check = start;
-  while (waiting > 0) {
+  while (!probes.settled()) {
     AnswerProbes();
     const auto now = base::Clock::now();
     const bool check = now >= next_check || deadline.Expired();
     if (check) next_check = now + kLivenessTick;
-    for (size_t i = 0; i < ranks.size(); ++i) {
-      if (seq[i] == 0) continue;
-      Peer& p = P(ranks[i]);
-      ProbeResult& res = out[i];
+    for (size_t i : probes.Pending()) {
+      Peer& p = P(probes.rank(i));
       if (answered(i)) {
         const shm::ProbeSlot* slot = p.segment.probe_slot(rank_);
-        res.state = ProbeResult::State::kAlive;
-        res.activity.assign(slot->activity,
-                            std::min<size_t>(slot->activity_len, shm::kMaxActivityBytes));
+        probes.Alive(i, std::string(slot->activity,
+                                    std::min<size_t>(slot->activity_len, shm::kMaxActivityBytes)));
       } else if (!check) {
         continue;
       } else if (ProcessState st = p.watch.State(); st == ProcessState::kExited) {
-        res.state = ProbeResult::State::kDead;
-        res.detail = "process exited";
+        probes.Dead(i, "process exited");
       } else if (st == ProcessState::kStopped) {
-        res.state = ProbeResult::State::kUnresponsive;
-        res.detail = "process is stopped (SIGSTOP)";
+        probes.Unresponsive(i, "process is stopped (SIGSTOP)");
       } else if (deadline.Expired()) {
-        res.state = ProbeResult::State::kUnresponsive;
-        res.detail = fmt::format(
-            "no answer within {} ms: the process runs but is not inside a communication call (busy "
-            "or hung)",
-            std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count());
-      } else {
-        continue;
+        probes.Unresponsive(
+            i, fmt::format(
+                   "no answer within {} ms: the process runs but is not inside a "
+                   "communication call (busy or hung)",
+                   std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count()));
       }
-      seq[i] = 0;
-      --waiting;
     }
-    if (waiting > 0) {
+    if (!probes.settled()) {
       Sleep(deadline, [&] {
-        return aborted_.load() || own_.header()->probe_flag.load(std::memory_order_acquire) != 0 ||
-               any_answer();
+        return failure_.abort_requested() ||
+               own_.header()->probe_flag.load(std::memory_order_acquire) != 0 || any_answer();
       });
     }
   }
-  return out;
+  return std::move(probes).Finish();
 }
 
 void ShmTransport::Abort(std::string_view reason, Deadline deadline) {
   (void)deadline;  // every step is a bounded store into shared memory
-  std::string text;
-  {
-    std::lock_guard lock(abort_mu_);
-    if (abort_reason_.empty()) abort_reason_ = std::string(reason);
-    text = abort_reason_;
-  }
-  aborted_.store(true, std::memory_order_seq_cst);
-  if (!started_.load(std::memory_order_acquire)) return;  // Start() finishes the job
+  if (!failure_.RequestAbort(reason)) return;
+  SetFatal(Aborted("{} aborted the job: {}", Me(), reason));
+  // Before Start has mapped the peers' segments Start signals it.
+  if (started_.load(std::memory_order_acquire)) SignalAbort(std::string(reason));
+}
+
+void ShmTransport::SignalAbort(const std::string& text) {
   for (int r = 0; r < size_; ++r) {
     SegmentHeader* h = r == rank_ ? own_.header() : P(r).header;
     if (r != rank_) {

@@ -18,7 +18,7 @@
 // one is reported as "process is stopped (SIGSTOP)".
 //
 // The shared window: each segment may end in a window (ShmOptions::window_bytes) that peers
-// read in place (Transport::Window, PublishWindow, WaitWindow); the allreduce uses it.
+// read in place (the SharedWindow capability of transport.h); the allreduce uses it.
 //
 // Security: segments are mode 0600 (same user only) and carry HmacSha256(secret, name, rank,
 // pid): a segment created by a rank that does not know the job secret is refused.
@@ -52,7 +52,7 @@ struct ShmOptions {
   // How long a waiting rank polls (with sched_yield between polls) before it sleeps on its
   // futex. Zero sleeps at once.
   std::chrono::microseconds spin{20};
-  // Bytes of this rank's shared window (Transport::Window), preallocated in /dev/shm; 0 for
+  // Bytes of this rank's shared window (SharedWindow in transport.h), preallocated in /dev/shm; 0 for
   // none. Asked for only while /dev/shm has room for every rank's whole segment (the rings
   // fill on first touch, and a full /dev/shm would then be SIGBUS); a rank without one turns
   // the window off for all. 4 MiB: two 2 MiB halves, so a collective works on one while

@@ -307,14 +307,15 @@ TEST_F(ShmTransportTest, ConsumingReceiveGetsWholeUnitsInOrder) {
       RY_ASSIGN_OR_RETURN(Request c, t.PostSend(1, 4, &marker, 4));
       return t.WaitAll({{a, b, c}}, Soon());
     }
-    if (!t.SupportsConsume()) return Internal("shm must support consuming receives");
-    RY_ASSIGN_OR_RETURN(Request a, t.PostRecvConsume(0, 2, streamed.size(), kUnit,
+    ConsumingReceiver* consuming = t.consuming_receiver();
+    if (consuming == nullptr) return Internal("shm must support consuming receives");
+    RY_ASSIGN_OR_RETURN(Request a, consuming->PostRecvConsume(0, 2, streamed.size(), kUnit,
                                                      consumer(got[0], streamed.size())));
     RY_RETURN_IF_ERROR(t.WaitAll({{a}}, Soon()));
     // Tag 3 arrives whole into the unexpected buffer before the marker can be read.
     RY_ASSIGN_OR_RETURN(Request c, t.PostRecv(0, 4, &marker_in, 4));
     RY_RETURN_IF_ERROR(t.WaitAll({{c}}, Soon()));
-    RY_ASSIGN_OR_RETURN(Request b, t.PostRecvConsume(0, 3, buffered.size(), kUnit,
+    RY_ASSIGN_OR_RETURN(Request b, consuming->PostRecvConsume(0, 3, buffered.size(), kUnit,
                                                      consumer(got[1], buffered.size())));
     RY_RETURN_IF_ERROR(t.WaitAll({{b}}, Soon()));
     if (t.ReceivedBytes(b) != buffered.size()) return Internal("tag 3: wrong length");
@@ -329,8 +330,9 @@ TEST_F(ShmTransportTest, ConsumingReceiveGetsWholeUnitsInOrder) {
   EXPECT_EQ(got[1].error, "");
   EXPECT_EQ(got[1].bytes, buffered);
   // A consumer needs a unit of 1 to 16 bytes.
-  EXPECT_EQ(T(0).PostRecvConsume(1, 5, 8, 0, consumer(got[0], 8)).status().code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      T(0).consuming_receiver()->PostRecvConsume(1, 5, 8, 0, consumer(got[0], 8)).status().code(),
+      StatusCode::kInvalidArgument);
 }
 
 TEST_F(ShmTransportTest, LongerMessageThanPostedIsDataLossNamingPeerTagAndLengths) {
@@ -397,32 +399,35 @@ TEST_F(ShmTransportTest, DeadlineNamesThePendingPeerAndFailsTheTransport) {
 // published; a rank that never gets to a step is named at the deadline.
 TEST_F(ShmTransportTest, WindowIsSharedAndOrderedByCounters) {
   StartAll(3, ShmOptions{.window_bytes = 64 << 10});
-  ASSERT_EQ(T(0).WindowBytes(), size_t{64} << 10);
-  EXPECT_EQ(T(1).Window(1), T(1).Window(1));
-  EXPECT_EQ(T(0).Window(3), nullptr);
+  ASSERT_NE(T(0).shared_window(), nullptr);
+  ASSERT_EQ(T(0).shared_window()->WindowBytes(), size_t{64} << 10);
+  EXPECT_EQ(T(1).shared_window()->Window(1), T(1).shared_window()->Window(1));
+  EXPECT_EQ(T(0).shared_window()->Window(3), nullptr);
   auto st = RunRanks([](Transport& t) -> Status {
+    SharedWindow* w = t.shared_window();
+    if (w == nullptr) return Internal("rank {} has no window", t.rank());
     for (uint64_t step = 1; step <= 50; ++step) {
       // Peers read the previous step's bytes before this rank overwrites them.
-      RY_RETURN_IF_ERROR(t.WaitWindow(2 * step - 2, Soon()));
-      std::memset(t.Window(t.rank()), static_cast<int>(step * 3 + t.rank()), 64 << 10);
-      t.PublishWindow(2 * step - 1);
-      RY_RETURN_IF_ERROR(t.WaitWindow(2 * step - 1, Soon()));
+      RY_RETURN_IF_ERROR(w->WaitWindow(2 * step - 2, Soon()));
+      std::memset(w->Window(t.rank()), static_cast<int>(step * 3 + t.rank()), 64 << 10);
+      w->PublishWindow(2 * step - 1);
+      RY_RETURN_IF_ERROR(w->WaitWindow(2 * step - 1, Soon()));
       for (int r = 0; r < t.size(); ++r) {
-        const char* w = t.Window(r);
+        const char* win = w->Window(r);
         for (size_t i = 0; i < (64 << 10); i += 4093) {
-          if (w[i] != static_cast<char>(step * 3 + r)) {
-            return Internal("step {}: rank {}'s window byte {} is {}", step, r, i, int{w[i]});
+          if (win[i] != static_cast<char>(step * 3 + r)) {
+            return Internal("step {}: rank {}'s window byte {} is {}", step, r, i, int{win[i]});
           }
         }
       }
-      t.PublishWindow(2 * step);
+      w->PublishWindow(2 * step);
     }
-    return t.WindowCounter() == 100 ? Status::Ok() : Internal("counter {}", t.WindowCounter());
+    return w->WindowCounter() == 100 ? Status::Ok() : Internal("counter {}", w->WindowCounter());
   });
   for (int r = 0; r < 3; ++r) EXPECT_TRUE(st[r].ok()) << "rank " << r << ": " << st[r].ToString();
-  T(0).PublishWindow(101);
-  T(1).PublishWindow(101);
-  Status late = T(0).WaitWindow(101, Deadline::After(100ms));
+  T(0).shared_window()->PublishWindow(101);
+  T(1).shared_window()->PublishWindow(101);
+  Status late = T(0).shared_window()->WaitWindow(101, Deadline::After(100ms));
   EXPECT_EQ(late.code(), StatusCode::kDeadlineExceeded) << late.ToString();
   EXPECT_NE(late.message().find("rank 2 (testhost pid"), std::string::npos) << late.message();
   EXPECT_NE(late.message().find("at step 100"), std::string::npos) << late.message();
@@ -430,9 +435,8 @@ TEST_F(ShmTransportTest, WindowIsSharedAndOrderedByCounters) {
 
 TEST_F(ShmTransportTest, NoWindowWhenNotAskedFor) {
   StartAll(2, ShmOptions{.window_bytes = 0});
-  EXPECT_EQ(T(0).WindowBytes(), 0u);
-  EXPECT_EQ(T(0).Window(0), nullptr);
-  EXPECT_EQ(T(0).WaitWindow(1, Soon()).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(T(0).shared_window(), nullptr);
+  EXPECT_EQ(T(1).shared_window(), nullptr);
 }
 
 TEST_F(ShmTransportTest, AbortReachesEveryPeerWithTheReason) {
@@ -660,18 +664,21 @@ TEST_F(ShmForkTest, PeerKilledBeforeAWindowStepIsNamed) {
   Child child([&] {
     auto t = Make(1, &store);
     if (!t || !t->Start(Soon()).ok()) return 10;
-    t->PublishWindow(1);
-    (void)t->WaitWindow(2, Soon());  // killed in here
+    SharedWindow* w = t->shared_window();
+    if (w == nullptr) return 11;
+    w->PublishWindow(1);
+    (void)w->WaitWindow(2, Soon());  // killed in here
     return 12;
   });
   auto t = Make(0, &store);
   ASSERT_NE(t, nullptr);
   ASSERT_TRUE(t->Start(Soon()).ok());
-  ASSERT_GT(t->WindowBytes(), 0u);
-  ASSERT_TRUE(t->WaitWindow(1, Soon()).ok());
+  SharedWindow* w = t->shared_window();
+  ASSERT_NE(w, nullptr);
+  ASSERT_TRUE(w->WaitWindow(1, Soon()).ok());
   ASSERT_EQ(::kill(child.pid(), SIGKILL), 0);
-  t->PublishWindow(2);
-  Status st = t->WaitWindow(2, Deadline::After(300s));
+  w->PublishWindow(2);
+  Status st = w->WaitWindow(2, Deadline::After(300s));
   EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st.ToString();
   EXPECT_NE(st.message().find(fmt::format("rank 1 (testhost pid {})", child.pid())),
             std::string::npos)
