@@ -26,9 +26,13 @@
 // Errors: as transport.h says, any error from WaitAll or WaitWindow (a missed deadline
 // included) fails the transport; later calls return that first error.
 //
+// Messages waiting for their receive hold at most 1 GiB in all (net/internal/
+// unexpected_budget.h); a message beyond that fails the transport with RESOURCE_EXHAUSTED
+// naming its sender.
+//
 // Limits: a send abandoned after part of it entered the ring (a WaitAll that also named an
 // unknown request) breaks the stream to that peer (later sends to it fail
-// FAILED_PRECONDITION); the unexpected buffer is unbounded.
+// FAILED_PRECONDITION).
 //
 // Thread-safety: as Transport (one thread at a time; Abort from any thread).
 #pragma once
