@@ -3,6 +3,7 @@
 
 #include "railyard/base/units.h"
 #include "railyard/cli/cli_common.h"
+#include "railyard/storage/checkpoint_catalog.h"
 #include "railyard/storage/checkpoint_reader.h"
 #include "railyard/storage/safetensors.h"
 

@@ -11,6 +11,7 @@
 #include "railyard/base/files.h"
 #include "railyard/base/logging.h"
 #include "railyard/storage/aligned_buffer.h"
+#include "railyard/storage/checkpoint_catalog.h"
 #include "railyard/storage/checkpoint_reader.h"
 #include "railyard/storage/fs_util.h"
 #include "railyard/storage/task_pool.h"

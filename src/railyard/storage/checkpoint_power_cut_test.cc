@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "railyard/storage/checkpoint.h"
+#include "railyard/storage/checkpoint_catalog.h"
 #include "railyard/storage/checkpoint_reader.h"
 #include "railyard/storage/fs_util.h"
 #include "railyard/storage/mem_fs.h"

@@ -13,6 +13,7 @@
 #include "railyard/base/files.h"
 #include "railyard/base/temp_dir_testing.h"
 #include "railyard/storage/aligned_buffer.h"
+#include "railyard/storage/checkpoint_catalog.h"
 #include "railyard/storage/checkpoint_reader.h"
 
 namespace railyard::storage {
