@@ -32,14 +32,16 @@ Result<const Check*> CheckRegistry::Lookup(std::string_view id) const {
   return NotFound("unknown check '{}' (did you mean '{}'?)", id, near);
 }
 
-std::string CheckRegistry::Nearest(std::string_view id) const {
+std::string CheckRegistry::Nearest(std::string_view id) const { return NearestName(id, Ids()); }
+
+std::string NearestName(std::string_view name, const std::vector<std::string>& names) {
   std::string best;
-  size_t best_distance = id.size() / 3 + 1;
-  for (const auto& [name, check] : checks_) {
-    size_t d = base::EditDistance(id, name);
+  size_t best_distance = name.size() / 3 + 1;
+  for (const std::string& candidate : names) {
+    size_t d = base::EditDistance(name, candidate);
     if (d < best_distance) {
       best_distance = d;
-      best = name;
+      best = candidate;
     }
   }
   return best;

@@ -43,6 +43,10 @@ class CheckRegistry {
   std::map<std::string, std::unique_ptr<Check>, std::less<>> checks_;
 };
 
+// The name in `names` closest to `name` by edit distance, or "" when none is close (more
+// than a third of the characters differ). For "did you mean" hints.
+std::string NearestName(std::string_view name, const std::vector<std::string>& names);
+
 // Registers every check Railyard ships. Errors as Register (only on a bug).
 Status RegisterBuiltinChecks(CheckRegistry& registry);
 
