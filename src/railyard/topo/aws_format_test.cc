@@ -6,14 +6,13 @@
 #include <string>
 
 #include "railyard/base/files.h"
+#include "railyard/topo/testdata_testing.h"
 #include "railyard/topo/yaml_format.h"
 
 namespace railyard::topo {
 namespace {
 
-std::string TestData(const std::string& name) {
-  return std::string(RAILYARD_TOPO_TESTDATA) + "/" + name;
-}
+using testing::TestData;
 
 Result<Cluster> ParseFile(const std::string& name) {
   std::string path = TestData(name);

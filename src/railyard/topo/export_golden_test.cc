@@ -1,28 +1,26 @@
 // Golden files for the topology writers (Slurm topology.conf and topology.yaml, Railyard
 // YAML) on the checked-in 2-scalable-unit example. After an intended change, regenerate with
 // RAILYARD_UPDATE_GOLDEN=1 and review the diff.
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
-#include <gtest/gtest.h>
-
-#include "railyard/topo/golden_testing.h"
-
 #include "railyard/base/files.h"
+#include "railyard/topo/golden_testing.h"
 #include "railyard/topo/load.h"
 #include "railyard/topo/slurm_format.h"
+#include "railyard/topo/testdata_testing.h"
 #include "railyard/topo/yaml_format.h"
 
 namespace railyard::topo {
 namespace {
 
-const std::string kTestdata = RAILYARD_TOPO_TESTDATA;
-
 using testing::ExpectGolden;
 
 Cluster Example() {
-  auto c = LoadTopology(kTestdata + "/../../../../examples/topology-2su-rail.yaml");
+  auto c = LoadTopology(testing::RepoFile("examples/topology-2su-rail.yaml"));
   EXPECT_TRUE(c.ok()) << c.status().ToString();
   return c.ok() ? *c : Cluster{};
 }

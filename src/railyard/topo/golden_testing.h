@@ -5,17 +5,18 @@
 // Test-only: include from *_test.cc files (it uses gtest assertions).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <string>
 
-#include <gtest/gtest.h>
-
 #include "railyard/base/files.h"
+#include "railyard/topo/testdata_testing.h"
 
 namespace railyard::topo::testing {
 
 inline void ExpectGolden(const std::string& name, const std::string& actual) {
-  const std::string path = std::string(RAILYARD_TOPO_TESTDATA) + "/golden/" + name;
+  const std::string path = TestData("golden/" + name);
   const char* update = std::getenv("RAILYARD_UPDATE_GOLDEN");
   if (update != nullptr && std::string(update) == "1") {
     ASSERT_TRUE(base::WriteFileAtomic(path, actual).ok()) << path;

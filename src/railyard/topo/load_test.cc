@@ -14,17 +14,13 @@
 
 #include "railyard/base/files.h"
 #include "railyard/base/temp_dir_testing.h"
+#include "railyard/topo/testdata_testing.h"
 
 namespace railyard::topo {
 namespace {
 
-std::string TestData(const std::string& name) {
-  return std::string(RAILYARD_TOPO_TESTDATA) + "/" + name;
-}
-
-std::string RepoFile(const std::string& name) {
-  return std::string(RAILYARD_TOPO_TESTDATA) + "/../../../../" + name;
-}
+using testing::RepoFile;
+using testing::TestData;
 
 std::string Read(const std::string& path) {
   auto text = base::ReadFile(path);

@@ -8,12 +8,13 @@
 
 #include "railyard/base/files.h"
 #include "railyard/topo/nccl_xml_check_testing.h"
+#include "railyard/topo/testdata_testing.h"
 
 namespace railyard::topo::testing {
 namespace {
 
 std::string Testdata(const std::string& name) {
-  Result<std::string> text = base::ReadFile(std::string(RAILYARD_TOPO_TESTDATA) + "/" + name);
+  Result<std::string> text = base::ReadFile(testing::TestData(name));
   EXPECT_TRUE(text.ok()) << text.status().ToString();
   return text.ok() ? *text : std::string();
 }

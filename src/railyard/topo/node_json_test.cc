@@ -2,13 +2,12 @@
 
 #include <gtest/gtest.h>
 
-#include "railyard/topo/golden_testing.h"
-
 #include <cstdlib>
 #include <string>
 
 #include "railyard/base/config.h"
 #include "railyard/base/files.h"
+#include "railyard/topo/golden_testing.h"
 
 namespace railyard::topo {
 namespace {

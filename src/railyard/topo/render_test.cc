@@ -3,12 +3,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "railyard/topo/golden_testing.h"
-
 #include <cstdlib>
 #include <string>
 
 #include "railyard/base/files.h"
+#include "railyard/topo/golden_testing.h"
 
 namespace railyard::topo {
 namespace {

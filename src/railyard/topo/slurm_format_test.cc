@@ -5,14 +5,14 @@
 #include <string>
 
 #include "railyard/base/files.h"
+#include "railyard/topo/testdata_testing.h"
 #include "railyard/topo/yaml_format.h"
 
 namespace railyard::topo {
 namespace {
 
-std::string TestData(const std::string& name) {
-  return std::string(RAILYARD_TOPO_TESTDATA) + "/" + name;
-}
+using testing::RepoFile;
+using testing::TestData;
 
 std::string Read(const std::string& path) {
   auto text = base::ReadFile(path);
@@ -104,8 +104,7 @@ TEST(SlurmFormatTest, WritesBlocksOfTheBlockLevelWhenSizesAreSet) {
 }
 
 TEST(SlurmFormatTest, ExportsTheRailyardExampleAsATree) {
-  std::string path =
-      std::string(RAILYARD_TOPO_TESTDATA) + "/../../../../examples/topology-2su-rail.yaml";
+  std::string path = RepoFile("examples/topology-2su-rail.yaml");
   auto c = ParseTopologyYaml(Read(path), path);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   auto back = ParseSlurmTopologyConf(WriteSlurmTopologyConf(*c), "x.conf");

@@ -6,18 +6,13 @@
 #include <string>
 
 #include "railyard/base/files.h"
+#include "railyard/topo/testdata_testing.h"
 
 namespace railyard::topo {
 namespace {
 
-std::string TestData(const std::string& name) {
-  return std::string(RAILYARD_TOPO_TESTDATA) + "/" + name;
-}
-
-// testdata is src/railyard/topo/testdata; the examples live at the repository root.
-std::string RepoFile(const std::string& name) {
-  return std::string(RAILYARD_TOPO_TESTDATA) + "/../../../../" + name;
-}
+using testing::RepoFile;
+using testing::TestData;
 
 Cluster ParseFile(const std::string& path) {
   auto text = base::ReadFile(path);
