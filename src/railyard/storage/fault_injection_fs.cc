@@ -5,7 +5,7 @@
 namespace railyard::storage {
 namespace {
 
-// Wraps a base file so its writes and syncs pass through the fault-injection hook.
+// Wraps a base file so its calls pass through the wrapper's hook.
 class FaultWritableFile final : public WritableFile {
  public:
   FaultWritableFile(FaultInjectionFs* fs, std::unique_ptr<WritableFile> base)
@@ -20,31 +20,42 @@ class FaultWritableFile final : public WritableFile {
     RY_RETURN_IF_ERROR(fs_->Intercept(FsOp::kWrite, path()));
     return base_->Write(data);
   }
-  Status Allocate(uint64_t length) override { return base_->Allocate(length); }
-  // Neither is a durability point, so the crash tests have nothing to stop at here.
+  Status Allocate(uint64_t length) override {
+    RY_RETURN_IF_ERROR(fs_->Intercept(FsOp::kAllocate, path()));
+    return base_->Allocate(length);
+  }
   Status StartWriteback(uint64_t offset, uint64_t n) override {
+    RY_RETURN_IF_ERROR(fs_->Intercept(FsOp::kWriteback, path()));
     return base_->StartWriteback(offset, n);
   }
-  Status DropCache(uint64_t offset, uint64_t n) override { return base_->DropCache(offset, n); }
+  Status DropCache(uint64_t offset, uint64_t n) override {
+    RY_RETURN_IF_ERROR(fs_->Intercept(FsOp::kDropCache, path()));
+    return base_->DropCache(offset, n);
+  }
   Status Sync() override {
     RY_RETURN_IF_ERROR(fs_->Intercept(FsOp::kSync, path()));
     return base_->Sync();
   }
-  Status Close() override { return base_->Close(); }
+  Status Close() override {
+    RY_RETURN_IF_ERROR(fs_->Intercept(FsOp::kClose, path()));
+    return base_->Close();
+  }
 
  private:
   FaultInjectionFs* fs_;
   std::unique_ptr<WritableFile> base_;
 };
 
-// Wraps a base file so its reads pass through the fault-injection hook.
 class FaultReadableFile final : public ReadableFile {
  public:
   FaultReadableFile(FaultInjectionFs* fs, std::unique_ptr<ReadableFile> base)
       : fs_(fs), base_(std::move(base)) {}
   const std::string& path() const override { return base_->path(); }
   bool direct() const override { return base_->direct(); }
-  Result<uint64_t> Size() const override { return base_->Size(); }
+  Result<uint64_t> Size() const override {
+    RY_RETURN_IF_ERROR(fs_->Intercept(FsOp::kSize, path()));
+    return base_->Size();
+  }
   Status PRead(uint64_t offset, void* out, size_t n) const override {
     RY_RETURN_IF_ERROR(fs_->Intercept(FsOp::kRead, path()));
     return base_->PRead(offset, out, n);
@@ -77,6 +88,24 @@ std::string_view FsOpName(FsOp op) {
       return "open";
     case FsOp::kRead:
       return "read";
+    case FsOp::kAllocate:
+      return "allocate";
+    case FsOp::kWriteback:
+      return "writeback";
+    case FsOp::kDropCache:
+      return "drop-cache";
+    case FsOp::kClose:
+      return "close";
+    case FsOp::kSize:
+      return "size";
+    case FsOp::kList:
+      return "list";
+    case FsOp::kStatFs:
+      return "statfs";
+    case FsOp::kStat:
+      return "stat";
+    case FsOp::kExists:
+      return "exists";
   }
   return "?";
 }
@@ -91,6 +120,7 @@ void FaultInjectionFs::FailNth(FsOp op, uint64_t n, int err) {
 }
 
 Status FaultInjectionFs::Intercept(FsOp op, const std::string& path) {
+  if (!every_call_ && op >= FsOp::kAllocate) return Status::Ok();
   uint64_t seq = seq_.fetch_add(1) + 1;
   if (!hook_) return Status::Ok();
   return hook_(FsOpInfo{op, path, seq});
@@ -116,7 +146,7 @@ Status FaultInjectionFs::CreateDir(const std::string& path) {
 }
 
 Status FaultInjectionFs::Rename(const std::string& from, const std::string& to) {
-  RY_RETURN_IF_ERROR(Intercept(FsOp::kRename, from));
+  RY_RETURN_IF_ERROR(Intercept(FsOp::kRename, from + " -> " + to));
   return base_->Rename(from, to);
 }
 
@@ -130,9 +160,28 @@ Status FaultInjectionFs::RemoveDir(const std::string& path) {
   return base_->RemoveDir(path);
 }
 
+Result<std::vector<DirEntry>> FaultInjectionFs::ListDir(const std::string& dir) {
+  RY_RETURN_IF_ERROR(Intercept(FsOp::kList, dir));
+  return base_->ListDir(dir);
+}
+
+Result<FsStats> FaultInjectionFs::StatFs(const std::string& path) {
+  RY_RETURN_IF_ERROR(Intercept(FsOp::kStatFs, path));
+  return base_->StatFs(path);
+}
+
 Status FaultInjectionFs::SyncDir(const std::string& dir) {
   RY_RETURN_IF_ERROR(Intercept(FsOp::kSyncDir, dir));
   return base_->SyncDir(dir);
+}
+
+Result<uint64_t> FaultInjectionFs::FileSize(const std::string& path) {
+  RY_RETURN_IF_ERROR(Intercept(FsOp::kStat, path));
+  return base_->FileSize(path);
+}
+
+bool FaultInjectionFs::Exists(const std::string& path) {
+  return Intercept(FsOp::kExists, path).ok() && base_->Exists(path);
 }
 
 }  // namespace railyard::storage
