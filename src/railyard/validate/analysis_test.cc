@@ -5,6 +5,7 @@
 #include <functional>
 #include <random>
 
+#include "railyard/place/fattree.h"
 #include "railyard/validate/schedule_testing.h"
 
 namespace railyard::validate {
@@ -203,6 +204,36 @@ TEST(AnalysisTest, SuspectNotReproducedIsWarnAndUnrunRetestIsUnknown) {
   Attribution unrun = Confirm(a, FabricView::FromCluster(c), {});
   EXPECT_EQ(unrun.findings[0].outcome.verdict, Verdict::kUnknown);
   EXPECT_NE(unrun.findings[0].outcome.reason.find("re-test did not run"), std::string::npos);
+}
+
+TEST(AnalysisTest, TopologyScheduleOnThreeLevelsFindsHostAndUplink) {
+  // 81 hosts: 3 blocks x 3 spines x 3 leaves x 3 nodes, measured with the topology schedule.
+  topo::Cluster c = place::MakeFatTree(
+      {.blocks = 3, .spines_per_block = 3, .leaves_per_spine = 3, .nodes_per_leaf = 3});
+  for (topo::Node& n : c.nodes) n.link_rate_bits = kRate;
+  FabricView view = FabricView::FromCluster(c);
+  int leaf = c.nodes[40].leaf;
+  std::vector<Factor> faults = {
+      [](int s, int d) { return s == 40 || d == 40 ? 0.2 : 1.0; },
+      [&](int s, int d) {
+        return (c.nodes[s].leaf == leaf) != (c.nodes[d].leaf == leaf) ? 0.3 : 1.0;
+      },
+  };
+  for (size_t k = 0; k < faults.size(); ++k) {
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+      SCOPED_TRACE(::testing::Message() << "fault " << k << " seed " << seed);
+      std::vector<Measurement> ms = Measure(c, TopologySchedule(c), seed, faults[k]);
+      Result<Attribution> a = Attribute(view, ms);
+      ASSERT_TRUE(a.ok());
+      ASSERT_EQ(a->findings.size(), 1u) << a->findings[1].outcome.reason;
+      if (k == 0) {
+        EXPECT_EQ(a->findings[0].subject, c.nodes[40].name);
+      } else {
+        EXPECT_EQ(a->findings[0].subject, "uplink of " + c.switches[leaf].name);
+      }
+      EXPECT_EQ(Retest(c, *a, faults[k], seed).findings[0].outcome.verdict, Verdict::kFail);
+    }
+  }
 }
 
 TEST(AnalysisTest, FlatViewStillFindsAHost) {
