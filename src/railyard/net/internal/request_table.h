@@ -51,6 +51,7 @@ class RequestTable {
     return it == ops_.end() ? nullptr : it->second.get();
   }
   void Erase(uint64_t id) { ops_.erase(id); }
+  void Clear() { ops_.clear(); }
   size_t size() const { return ops_.size(); }
   // Calls f(Op&) for every operation, in no particular order; f must not add or erase.
   template <typename F>

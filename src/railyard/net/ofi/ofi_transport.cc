@@ -21,6 +21,10 @@
 
 #include "railyard/base/hmac.h"
 #include "railyard/base/logging.h"
+#include "railyard/net/internal/failure_state.h"
+#include "railyard/net/internal/pending.h"
+#include "railyard/net/internal/probe_set.h"
+#include "railyard/net/internal/request_table.h"
 #include "railyard/net/ofi/fabric_library.h"
 #include "railyard/net/peer_directory.h"
 #include "railyard/net/shm/shm_ring.h"
@@ -207,7 +211,7 @@ class OfiTransport final : public Transport, public RmaWriter {
   ~OfiTransport() override {
     ep_.Reset();  // first: no completion may touch an op after this
     regions_.clear();
-    ops_.clear();
+    ops_.Clear();
     av_.Reset();
     cq_.Reset();
     domain_.Reset();
@@ -228,8 +232,7 @@ class OfiTransport final : public Transport, public RmaWriter {
   Status WaitAll(std::span<const Request> requests, base::Deadline deadline) override;
   size_t ReceivedBytes(Request request) const override {
     std::lock_guard lock(mu_);
-    auto it = received_.find(request.id);
-    return it == received_.end() ? 0 : it->second;
+    return ops_.ReceivedBytes(request);
   }
   std::vector<ProbeResult> Probe(std::span<const int> ranks, base::Deadline deadline) override;
   void SetActivity(std::string activity) override {
@@ -250,7 +253,7 @@ class OfiTransport final : public Transport, public RmaWriter {
   }
   std::string Who(int peer) const { return DescribePeer(peers_[peer].info); }
   Status Usable() const {
-    if (!error_.ok()) return error_;
+    if (failure_.failed()) return failure_.status();
     if (!started_) return FailedPrecondition("{}: Start() has not succeeded", Self());
     return Status::Ok();
   }
@@ -320,14 +323,11 @@ class OfiTransport final : public Transport, public RmaWriter {
 
   mutable std::mutex mu_;
   bool started_ = false;
-  bool aborting_ = false;
-  Status error_;  // sticky: abort or a failure returned by WaitAll
+  internal::FailureState failure_;  // the first error (WaitAll's, or an abort); the abort request
   std::string activity_;
   std::vector<PeerState> peers_;
-  std::unordered_map<uint64_t, std::unique_ptr<Op>> ops_;
-  std::unordered_map<uint64_t, size_t> received_;
+  internal::RequestTable<Op> ops_;  // user requests and the transport's own messages
   std::map<uint64_t, std::unique_ptr<RmaRegionState>> regions_;
-  uint64_t next_id_ = 1;
   uint64_t next_region_ = 1;
   uint64_t probe_seq_ = 0;
 };
@@ -456,16 +456,13 @@ Result<fid_mr*> OfiTransport::Register(void* buf, size_t len, uint64_t access,
 }
 
 Op* OfiTransport::NewOp(Op::Kind kind, int peer, Tag tag, void* buf, size_t len) {
-  auto op = std::make_unique<Op>();
+  Op* op = ops_.Add();
   op->kind = kind;
-  op->id = next_id_++;
   op->peer = peer;
   op->tag = tag;
   op->buf = buf;
   op->len = len;
-  Op* raw = op.get();
-  ops_.emplace(raw->id, std::move(op));
-  return raw;
+  return op;
 }
 
 Status OfiTransport::PrepareLocal(Op* op) {
@@ -614,7 +611,7 @@ void OfiTransport::Finish(Op* op) {
   if (op->kind == Op::Kind::kRecv && op->user) {
     peers_[op->peer].open_recvs.erase({op->tag, op->index});
   }
-  if (!op->user || op->abandoned) ops_.erase(op->id);
+  if (!op->user || op->abandoned) ops_.Erase(op->id);
 }
 
 void OfiTransport::FailOp(Op* op, Status status) {
@@ -704,9 +701,9 @@ void OfiTransport::OnCtrl(Op* op, size_t len) {
     case CtrlType::kReject:
       return OnReject(peer, seq, text);
     case CtrlType::kAbort:
-      if (error_.ok()) {
-        error_ = Aborted("{}: {} aborted the job: {}", Self(), Who(peer), text);
-        kLog.Warn("{}", error_.message());
+      if (!failure_.failed()) {
+        failure_.Fail(Aborted("{}: {} aborted the job: {}", Self(), Who(peer), text));
+        kLog.Warn("{}", failure_.status().message());
       }
       break;
   }
@@ -835,7 +832,7 @@ void OfiTransport::Abandon(Op* op) {
     auto it = std::find(q->begin(), q->end(), op);
     if (it != q->end()) {
       q->erase(it);
-      ops_.erase(op->id);
+      ops_.Erase(op->id);
       return;
     }
   }
@@ -968,7 +965,7 @@ void OfiTransport::RejectSend(Op* op, size_t capacity) {
 void OfiTransport::RejectRecv(Op* op, size_t message_bytes, bool tell_peer) {
   // The receive may be in the provider: it stays there until WaitAll gives it up (cancels
   // it); the transport is failed from here on, so nothing else can match it.
-  if (error_.ok()) error_ = TooLong(op->peer, op->tag, message_bytes, op->len);
+  failure_.Fail(TooLong(op->peer, op->tag, message_bytes, op->len));
   if (tell_peer) {
     SendCtrl(op->peer, CtrlType::kReject, op->tag,
              fmt::format("s {} {} {}", op->index, message_bytes, op->len));
@@ -985,7 +982,7 @@ Result<Request> OfiTransport::Submit(Op* op) {
   }
   Status st = PrepareLocal(op);
   if (!st.ok()) {
-    ops_.erase(op->id);
+    ops_.Erase(op->id);
     return st;
   }
   if (op->kind == Op::Kind::kRecv) {
@@ -1037,75 +1034,60 @@ Result<Request> OfiTransport::PostRecv(int peer, Tag tag, void* data, size_t len
 
 Status OfiTransport::WaitAll(std::span<const Request> requests, base::Deadline deadline) {
   std::unique_lock lock(mu_);
-  received_.clear();
-  std::vector<Op*> ops;
-  Status bad;
-  for (const Request& r : requests) {
-    auto it = ops_.find(r.id);
-    if (it == ops_.end() || !it->second->user || it->second->abandoned) {
-      if (bad.ok())
-        bad = InvalidArgument("{}: request {} is unknown or already waited", Self(), r.id);
-      continue;
-    }
-    ops.push_back(it->second.get());
-  }
+  ops_.StartWait();
+  internal::WaitSet<Op> w =
+      ops_.Collect(requests, Self(), [](const Op& op) { return op.user && !op.abandoned; });
   auto consume = [&](Status result) {
-    for (Op* op : ops) {
+    for (Op* op : w.ops) {
       if (op->done) {
-        if (op->kind == Op::Kind::kRecv && op->status.ok()) received_[op->id] = op->received;
-        ops_.erase(op->id);
+        if (op->kind == Op::Kind::kRecv && op->status.ok()) ops_.SetReceived(op->id, op->received);
+        ops_.Erase(op->id);
       } else {
         Abandon(op);
       }
     }
     // Any error but the caller's own mistake fails the transport (transport.h), a missed
     // deadline included: a send handed to the provider cannot be taken back.
-    if (!result.ok() && result.code() != StatusCode::kInvalidArgument && error_.ok()) {
-      error_ = result;
+    if (!result.ok() && result.code() != StatusCode::kInvalidArgument) {
+      failure_.Fail(result);
+      return failure_.status();
     }
     return result;
   };
-  if (!bad.ok()) return consume(bad);
-  if (!error_.ok()) return consume(error_);
+  if (!w.status.ok()) return consume(w.status);
+  if (failure_.failed()) return consume(failure_.status());
   if (!started_) return consume(Usable());
   auto next_check = base::Clock::now() + kLivenessTick;
   for (;;) {
-    if (!error_.ok()) return consume(error_);
+    if (failure_.failed()) return consume(failure_.status());
     if (base::Clock::now() >= next_check) {
       next_check = base::Clock::now() + kLivenessTick;
-      for (Op* op : ops) {
+      for (Op* op : w.ops) {
         if (!op->done) CheckLiveness(op->peer, op);
       }
     }
     bool all = true;
-    for (Op* op : ops) {
+    for (Op* op : w.ops) {
       if (op->done && !op->status.ok()) return consume(op->status);
       if (!op->done && !peers_[op->peer].failure.ok()) return consume(peers_[op->peer].failure);
       all = all && op->done;
     }
     if (all) return consume(Status::Ok());
     if (deadline.Expired()) {
-      std::vector<int> ranks;
-      std::string detail;
-      int pending = 0;
-      for (Op* op : ops) {
+      std::vector<internal::PendingRequest> left;
+      for (Op* op : w.ops) {
         if (op->done) continue;
-        ++pending;
-        if (std::find(ranks.begin(), ranks.end(), op->peer) == ranks.end()) {
-          ranks.push_back(op->peer);
-          if (ranks.size() <= 4) {
-            const auto& held = peers_[op->peer].awaiting_cts;
-            bool is_held = std::find(held.begin(), held.end(), op) != held.end();
-            detail += fmt::format("; {} tag {:#x} ({} bytes) with {}{}", KindVerb(op->kind),
-                                  op->tag, op->len, Who(op->peer),
-                                  is_held ? " (held: that rank has not posted the receive)" : "");
-          }
-        }
+        const auto& held = peers_[op->peer].awaiting_cts;
+        bool is_held = std::find(held.begin(), held.end(), op) != held.end();
+        left.push_back({.peer = op->peer,
+                        .is_send = op->kind != Op::Kind::kRecv,
+                        .tag = op->tag,
+                        .done_bytes = 0,
+                        .bytes = op->len,
+                        .note = is_held ? " (held: that rank has not posted the receive)" : ""});
       }
-      return consume(
-          DeadlineExceeded("{}: {} of {} requests still pending at the deadline, "
-                           "waiting on rank(s) {}{}",
-                           Self(), pending, ops.size(), DescribeRanks(ranks), detail));
+      return consume(internal::DeadlinePassed(Self(), left, w.ops.size(),
+                                              [this](int peer) { return Who(peer); }));
     }
     Progress(lock, deadline);
   }
@@ -1113,66 +1095,43 @@ Status OfiTransport::WaitAll(std::span<const Request> requests, base::Deadline d
 
 std::vector<ProbeResult> OfiTransport::Probe(std::span<const int> ranks, base::Deadline deadline) {
   std::unique_lock lock(mu_);
-  std::vector<ProbeResult> results;
+  internal::ProbeSet probes(ranks, options_.rank, options_.size, activity_);
   std::vector<uint64_t> seqs(ranks.size(), 0);
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    ProbeResult r;
-    r.rank = ranks[i];
-    if (CheckPeer(r.rank).ok() && started_) {
-      if (r.rank == options_.rank) {
-        r.state = ProbeResult::State::kAlive;
-        r.activity = activity_;
-      } else if (peers_[r.rank].failure.ok()) {
-        seqs[i] = ++probe_seq_;
-        SendCtrl(r.rank, CtrlType::kPing, seqs[i], "");
-      }
+  for (size_t i : probes.Pending()) {
+    const PeerState& p = peers_[probes.rank(i)];
+    if (!started_) {
+      probes.Unresponsive(i, "this rank's transport has not started");
+    } else if (!p.failure.ok()) {
+      probes.Dead(i, p.failure.message());
     } else {
-      r.detail = started_ ? "not a rank of this job" : "transport not started";
+      seqs[i] = ++probe_seq_;
+      SendCtrl(probes.rank(i), CtrlType::kPing, seqs[i], "");
     }
-    results.push_back(std::move(r));
   }
   auto next_check = base::Clock::now();
   for (;;) {
-    bool waiting = false;
     const bool check = base::Clock::now() >= next_check;
     if (check) next_check = base::Clock::now() + kLivenessTick;
-    for (size_t i = 0; i < ranks.size(); ++i) {
-      if (seqs[i] == 0) continue;
-      if (check) CheckLiveness(ranks[i], nullptr);
-      const PeerState& p = peers_[ranks[i]];
+    for (size_t i : probes.Pending()) {
+      if (check) CheckLiveness(probes.rank(i), nullptr);
+      const PeerState& p = peers_[probes.rank(i)];
       if (p.pong_seq >= seqs[i]) {
-        results[i].state = ProbeResult::State::kAlive;
-        results[i].activity = p.pong_activity;
-        seqs[i] = 0;
+        probes.Alive(i, p.pong_activity);
       } else if (!p.failure.ok()) {
-        seqs[i] = 0;
-      } else {
-        waiting = true;
+        probes.Dead(i, p.failure.message());
       }
     }
-    if (!waiting || deadline.Expired()) break;
+    if (probes.settled() || deadline.Expired()) break;
     Progress(lock, deadline);
   }
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    ProbeResult& r = results[i];
-    if (r.state == ProbeResult::State::kAlive || !r.detail.empty()) continue;
-    const PeerState& p = peers_[r.rank];
-    if (!p.failure.ok()) {
-      r.state = ProbeResult::State::kDead;
-      r.detail = p.failure.message();
-    } else {
-      r.detail = fmt::format("{} did not answer a ping before the deadline", Who(r.rank));
-    }
-  }
-  return results;
+  return std::move(probes).Finish();
 }
 
 void OfiTransport::Abort(std::string_view reason, base::Deadline deadline) {
   std::unique_lock lock(mu_);
-  if (aborting_) return;
-  aborting_ = true;
+  if (!failure_.RequestAbort(reason)) return;
   // Peers are told even when this transport already failed otherwise.
-  if (error_.ok()) error_ = Aborted("{}: this rank aborted the job: {}", Self(), reason);
+  failure_.Fail(Aborted("{}: this rank aborted the job: {}", Self(), reason));
   if (!started_) return;
   for (int r = 0; r < options_.size; ++r) {
     if (r != options_.rank && peers_[r].failure.ok()) SendCtrl(r, CtrlType::kAbort, 0, reason);
@@ -1181,11 +1140,11 @@ void OfiTransport::Abort(std::string_view reason, base::Deadline deadline) {
   // this rank reads its CQ.
   for (;;) {
     bool pending = false;
-    for (const auto& [id, op] : ops_) {
-      if (op->kind == Op::Kind::kCtrlSend && !op->done && peers_[op->peer].failure.ok()) {
+    ops_.ForEach([&](const Op& op) {
+      if (op.kind == Op::Kind::kCtrlSend && !op.done && peers_[op.peer].failure.ok()) {
         pending = true;
       }
-    }
+    });
     if (!pending || deadline.Expired()) return;
     Progress(lock, deadline);
   }
