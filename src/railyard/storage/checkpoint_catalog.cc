@@ -11,16 +11,12 @@
 namespace railyard::storage {
 namespace {
 
-using internal::FsOf;
-using internal::RequireCheckpointDir;
-using internal::TrimSlashes;
-
 const base::Logger kLog("ckpt");
 
 }  // namespace
 
 Result<std::vector<int64_t>> ListStepDirs(Fs& fs, const std::string& dir) {
-  RY_RETURN_IF_ERROR(RequireCheckpointDir(fs, dir));
+  RY_RETURN_IF_ERROR(internal::RequireCheckpointDir(fs, dir));
   RY_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, fs.ListDir(dir));
   std::vector<int64_t> steps;
   for (const DirEntry& e : entries) {
@@ -45,9 +41,9 @@ std::string_view StepStateName(StepState state) {
 
 Result<std::vector<StepInfo>> ListCheckpoints(const std::string& dir_in, bool verify,
                                               const ReaderOptions& options) {
-  const std::string dir = TrimSlashes(dir_in);
-  Fs* fs = FsOf(options);
-  RY_RETURN_IF_ERROR(RequireCheckpointDir(*fs, dir));
+  const std::string dir = internal::TrimSlashes(dir_in);
+  Fs* fs = internal::FsOf(options);
+  RY_RETURN_IF_ERROR(internal::RequireCheckpointDir(*fs, dir));
   RY_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, fs->ListDir(dir));
   std::optional<int64_t> latest;
   if (auto text = ReadWholeFile(*fs, dir + "/" + std::string(kLatestFileName)); text.ok()) {
@@ -99,8 +95,8 @@ Result<std::vector<StepInfo>> ListCheckpoints(const std::string& dir_in, bool ve
 
 Result<VerifyReport> VerifyCheckpoint(const std::string& dir_in, std::optional<int64_t> step,
                                       const ReaderOptions& options) {
-  const std::string dir = TrimSlashes(dir_in);
-  Fs* fs = FsOf(options);
+  const std::string dir = internal::TrimSlashes(dir_in);
+  Fs* fs = internal::FsOf(options);
   RY_ASSIGN_OR_RETURN(std::vector<int64_t> steps, ListStepDirs(*fs, dir));
   if (steps.empty()) {
     return NotFound("'{}' holds no checkpoint (no step-<N> directory with a manifest.json)", dir);
@@ -132,10 +128,10 @@ Result<VerifyReport> VerifyCheckpoint(const std::string& dir_in, std::optional<i
 Result<std::vector<int64_t>> ApplyRetention(const std::string& dir_in, int keep_last,
                                             int64_t known_valid_step,
                                             const ReaderOptions& options) {
-  const std::string dir = TrimSlashes(dir_in);
+  const std::string dir = internal::TrimSlashes(dir_in);
   std::vector<int64_t> removed;
   if (keep_last <= 0) return removed;
-  Fs* fs = FsOf(options);
+  Fs* fs = internal::FsOf(options);
   RY_ASSIGN_OR_RETURN(std::vector<int64_t> all, ListStepDirs(*fs, dir));
   std::vector<int64_t> steps;  // committed ones: only those have a manifest
   for (int64_t s : all) {
