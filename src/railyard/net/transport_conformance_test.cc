@@ -15,8 +15,8 @@
 
 #include "railyard/base/subprocess.h"
 #include "railyard/base/temp_dir_testing.h"
-#include "railyard/net/store/file_store.h"
 #include "railyard/net/select.h"
+#include "railyard/net/store/file_store.h"
 #include "railyard/net/transport_testing.h"
 
 namespace railyard::net {
@@ -31,10 +31,10 @@ constexpr char kChildEnv[] = "RY_CONFORMANCE_CHILD";
 
 Result<std::unique_ptr<Transport>> MakeTransport(const std::string& backend,
                                                  const TransportOptions& options) {
-  OfiOptions ofi;
-  ofi.provider = "tcp;ofi_rxm";
-  ofi.domain = "lo";
-  return NewTransport(backend, options, ofi);
+  BackendOptions b;
+  b.ofi.provider = "tcp;ofi_rxm";
+  b.ofi.domain = "lo";
+  return NewTransport(backend, options, b);
 }
 
 // Why the ofi case cannot run here; empty when it can.
@@ -314,6 +314,80 @@ TEST_P(TransportConformance, ZeroSizeMessagesAreMessages) {
     return Status::Ok();
   });
   ExpectAllOk(st);
+}
+
+// A rank's messages to itself follow the same rules: the oldest message of the tag matches
+// the oldest receive, in either posting order, and one longer than its receive fails the
+// wait with DATA_LOSS.
+TEST_P(TransportConformance, MessagesToSelfMatchInOrderAndALongerOneIsDataLoss) {
+  TransportGroup g = Start(2);
+  ASSERT_TRUE(g.status.ok()) << g.status.ToString();
+  Status too_long;
+  auto st = RunRanksForTest(g, [&](int rank, Transport& t) -> Status {
+    if (rank != 0) return Status::Ok();
+    uint64_t out[4] = {1, 2, 3, 4}, in[4] = {};
+    std::vector<Request> reqs;
+    RY_ASSIGN_OR_RETURN(Request r0, t.PostRecv(0, 7, &in[0], 8));
+    reqs.push_back(r0);
+    for (int i = 0; i < 3; ++i) {
+      RY_ASSIGN_OR_RETURN(Request s, t.PostSend(0, 7, &out[i], 8));
+      reqs.push_back(s);
+    }
+    for (int i = 1; i < 3; ++i) {
+      RY_ASSIGN_OR_RETURN(Request r, t.PostRecv(0, 7, &in[i], 8));
+      reqs.push_back(r);
+    }
+    RY_RETURN_IF_ERROR(t.WaitAll(reqs, Soon()));
+    if (in[0] != 1 || in[1] != 2 || in[2] != 3) {
+      return Internal("received {} {} {} from self", in[0], in[1], in[2]);
+    }
+    RY_ASSIGN_OR_RETURN(Request s, t.PostSend(0, 8, out, sizeof out));
+    RY_ASSIGN_OR_RETURN(Request r, t.PostRecv(0, 8, in, 8));
+    Request both[] = {s, r};
+    too_long = t.WaitAll(both, Soon());
+    return Status::Ok();
+  });
+  ExpectAllOk(st);
+  EXPECT_EQ(too_long.code(), StatusCode::kDataLoss) << too_long.ToString();
+  EXPECT_TRUE(HasNumber(too_long.message(), 32)) << too_long.message();
+}
+
+// A request listed twice in one wait is waited once; one the wait does not know (already
+// waited) is the caller's mistake: INVALID_ARGUMENT, and the transport goes on working.
+TEST_P(TransportConformance, ARequestListedTwiceIsWaitedOnceAndAStaleOneFailsNothing) {
+  TransportGroup g = Start(2);
+  ASSERT_TRUE(g.status.ok()) << g.status.ToString();
+  Status stale;
+  auto st = RunRanksForTest(g, [&](int rank, Transport& t) -> Status {
+    const int peer = 1 - rank;
+    uint64_t out = 40 + rank, in = 0;
+    for (int round = 0; round < 2; ++round) {
+      RY_ASSIGN_OR_RETURN(Request s, t.PostSend(peer, 1, &out, sizeof out));
+      RY_ASSIGN_OR_RETURN(Request r, t.PostRecv(peer, 1, &in, sizeof in));
+      Request twice[] = {r, s, r, s};
+      RY_RETURN_IF_ERROR(t.WaitAll(twice, Soon()));
+      if (in != 40u + peer || t.ReceivedBytes(r) != sizeof in) {
+        return Internal("round {}: received {} ({} bytes)", round, in, t.ReceivedBytes(r));
+      }
+      if (round == 0 && rank == 0) stale = t.WaitAll({&r, 1}, Soon());
+    }
+    return Status::Ok();
+  });
+  ExpectAllOk(st);
+  EXPECT_EQ(stale.code(), StatusCode::kInvalidArgument) << stale.ToString();
+}
+
+// A probe names what it cannot ask: a rank outside the job is dead, saying so.
+TEST_P(TransportConformance, ProbeOfARankOutsideTheJobIsDead) {
+  TransportGroup g = Start(2);
+  ASSERT_TRUE(g.status.ok()) << g.status.ToString();
+  const int ranks[] = {7, -1, 0};
+  std::vector<ProbeResult> res = g.ranks[0]->Probe(ranks, Soon());
+  ASSERT_EQ(res.size(), 3u);
+  EXPECT_EQ(res[0].state, ProbeResult::State::kDead);
+  EXPECT_EQ(res[0].detail, "no rank 7 in a job of 2 ranks");
+  EXPECT_EQ(res[1].state, ProbeResult::State::kDead);
+  EXPECT_EQ(res[2].state, ProbeResult::State::kAlive);
 }
 
 TEST_P(TransportConformance, LargeMessagesBothWaysAtOnce) {
