@@ -81,6 +81,31 @@ TEST_F(FsTest, HookSeesEveryMutatingOperation) {
   ASSERT_EQ(entries->size(), 1u);
 }
 
+TEST_F(FsTest, HookSeesReadsAndWithEveryCallTheRestToo) {
+  ASSERT_TRUE(WriteFileAtomic(*DefaultFs(), dir_ + "/r", "abc").ok());
+  for (bool every_call : {false, true}) {
+    FaultInjectionFs faulty(DefaultFs(), every_call);
+    std::vector<std::string> ops;
+    faulty.SetHook([&](const FsOpInfo& info) {
+      ops.emplace_back(FsOpName(info.op));
+      return Status::Ok();
+    });
+    ASSERT_TRUE(ReadWholeFile(faulty, dir_ + "/r").ok());
+    EXPECT_TRUE(faulty.Exists(dir_ + "/r"));
+    const std::vector<std::string> want =
+        every_call ? std::vector<std::string>{"open", "size", "read", "exists"}
+                   : std::vector<std::string>{"open", "read"};
+    EXPECT_EQ(ops, want) << "every_call " << every_call;
+    EXPECT_EQ(faulty.op_count(), want.size());
+  }
+  // An injected read error comes back from the read, naming the file.
+  FaultInjectionFs faulty(DefaultFs());
+  faulty.FailNth(FsOp::kRead, 1, EIO);
+  Result<std::string> read = ReadWholeFile(faulty, dir_ + "/r");
+  EXPECT_EQ(read.status().code(), StatusCode::kInternal) << read.status().ToString();
+  EXPECT_NE(read.status().message().find(dir_ + "/r"), std::string::npos);
+}
+
 TEST_F(FsTest, DirectWritesWithAlignedBuffers) {
   AlignedBuffer buf;
   ASSERT_TRUE(buf.Resize(10000).ok());
