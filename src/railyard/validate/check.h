@@ -99,6 +99,17 @@ class Check {
   virtual Outcome Run(const CheckContext& ctx) const = 0;
 };
 
+// The usual base of a check: holds the CheckInfo given at construction, so a check file is
+// its descriptor and its Run.
+class BasicCheck : public Check {
+ public:
+  explicit BasicCheck(CheckInfo info) : info_(std::move(info)) {}
+  const CheckInfo& info() const final { return info_; }
+
+ private:
+  CheckInfo info_;
+};
+
 // Facts about where a check would run, for Gate.
 struct Site {
   bool root = false;

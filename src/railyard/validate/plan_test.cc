@@ -8,23 +8,19 @@ namespace railyard::validate {
 namespace {
 
 // A fabric check as the next ones will look: a rate, median bounds, parameters.
-class PairStub final : public Check {
+class PairStub final : public BasicCheck {
  public:
-  PairStub() {
-    info_ = {.id = "fabric.pair_bandwidth",
+  PairStub()
+      : BasicCheck(
+            {.id = "fabric.pair_bandwidth",
              .summary = "stub",
              .category = Category::kFabric,
              .cost = Cost::kFull,
              .unit = Unit::kRate,
              .default_warn = "90% of median",
              .default_fail = "80% of median",
-             .params = {{"size", "64MiB", "bytes per message"}, {"duration", "2s", "per pair"}}};
-  }
-  const CheckInfo& info() const override { return info_; }
+             .params = {{"size", "64MiB", "bytes per message"}, {"duration", "2s", "per pair"}}}) {}
   Outcome Run(const CheckContext&) const override { return Outcome::Unknown("stub"); }
-
- private:
-  CheckInfo info_;
 };
 
 class PlanTest : public ::testing::Test {

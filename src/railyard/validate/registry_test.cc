@@ -5,14 +5,10 @@
 namespace railyard::validate {
 namespace {
 
-class StubCheck final : public Check {
+class StubCheck final : public BasicCheck {
  public:
-  explicit StubCheck(CheckInfo info) : info_(std::move(info)) {}
-  const CheckInfo& info() const override { return info_; }
+  using BasicCheck::BasicCheck;
   Outcome Run(const CheckContext&) const override { return Outcome::Pass(); }
-
- private:
-  CheckInfo info_;
 };
 
 std::unique_ptr<Check> Stub(std::string id, Category c = Category::kNode) {

@@ -11,18 +11,17 @@
 namespace railyard::validate {
 namespace {
 
-class MemlockCheck final : public Check {
+class MemlockCheck final : public BasicCheck {
  public:
-  MemlockCheck() {
-    info_.id = "node.memlock";
-    info_.summary = "RLIMIT_MEMLOCK at least the profile's memlock (unlimited with RDMA)";
-    info_.category = Category::kNode;
-    info_.cost = Cost::kQuick;
-    info_.timeout = std::chrono::seconds(2);
-    info_.unit = Unit::kBytes;
-    info_.default_fail = "100% of expected";
-  }
-  const CheckInfo& info() const override { return info_; }
+  MemlockCheck()
+      : BasicCheck(
+            {.id = "node.memlock",
+             .summary = "RLIMIT_MEMLOCK at least the profile's memlock (unlimited with RDMA)",
+             .category = Category::kNode,
+             .cost = Cost::kQuick,
+             .timeout = std::chrono::seconds(2),
+             .unit = Unit::kBytes,
+             .default_fail = "100% of expected"}) {}
 
   Outcome Run(const CheckContext& ctx) const override {
     Result<uint64_t> limit = ctx.env->MemlockLimit();
@@ -41,11 +40,8 @@ class MemlockCheck final : public Check {
     if (std::isinf(expected) && !std::isinf(measured)) {
       return Outcome::Fail(fmt::format("{}, expected unlimited", what));
     }
-    return Judge(info_, *ctx.settings, measured, what, {.expected = expected});
+    return Judge(info(), *ctx.settings, measured, what, {.expected = expected});
   }
-
- private:
-  CheckInfo info_;
 };
 
 }  // namespace

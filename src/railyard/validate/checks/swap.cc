@@ -30,20 +30,18 @@ std::optional<uint64_t> MeminfoBytes(std::string_view text, std::string_view key
   return std::nullopt;
 }
 
-class SwapCheck final : public Check {
+class SwapCheck final : public BasicCheck {
  public:
-  SwapCheck() {
-    info_.id = "node.swap";
-    info_.summary = "swap in use (any warns, more than the fail bound fails)";
-    info_.category = Category::kNode;
-    info_.cost = Cost::kQuick;
-    info_.timeout = std::chrono::seconds(2);
-    info_.unit = Unit::kBytes;
-    info_.higher_is_better = false;
-    info_.default_warn = "0B";
-    info_.default_fail = "1GiB";
-  }
-  const CheckInfo& info() const override { return info_; }
+  SwapCheck()
+      : BasicCheck({.id = "node.swap",
+                    .summary = "swap in use (any warns, more than the fail bound fails)",
+                    .category = Category::kNode,
+                    .cost = Cost::kQuick,
+                    .timeout = std::chrono::seconds(2),
+                    .unit = Unit::kBytes,
+                    .higher_is_better = false,
+                    .default_warn = "0B",
+                    .default_fail = "1GiB"}) {}
 
   Outcome Run(const CheckContext& ctx) const override {
     constexpr const char* kPath = "/proc/meminfo";
@@ -55,13 +53,10 @@ class SwapCheck final : public Check {
       return Outcome::Unknown(fmt::format("{}: no readable SwapTotal and SwapFree", kPath));
     }
     double used = static_cast<double>(*total - *free);
-    return Judge(info_, *ctx.settings, used,
+    return Judge(info(), *ctx.settings, used,
                  fmt::format("swap in use {} of {}", FormatValue(used, Unit::kBytes),
                              FormatValue(static_cast<double>(*total), Unit::kBytes)));
   }
-
- private:
-  CheckInfo info_;
 };
 
 }  // namespace
