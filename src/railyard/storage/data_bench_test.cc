@@ -16,11 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir : public base::ScopedTempDir {
- public:
-  TempDir() : base::ScopedTempDir("data-bench") {}
-};
-
 DataBenchOptions SmallRun(const std::string& dir) {
   DataBenchOptions o;
   o.dir = dir;
@@ -35,7 +30,7 @@ DataBenchOptions SmallRun(const std::string& dir) {
 }
 
 TEST(DataBenchTest, BothPhasesReadEveryByteOnce) {
-  TempDir tmp;
+  base::ScopedTempDir tmp("data-bench");
   DataBenchOptions o = SmallRun(tmp.path());
   std::vector<std::string> stages;
   o.progress = [&](std::string_view line) { stages.emplace_back(line); };
@@ -68,7 +63,7 @@ TEST(DataBenchTest, BothPhasesReadEveryByteOnce) {
 }
 
 TEST(DataBenchTest, KeepLeavesALoadableDataset) {
-  TempDir tmp;
+  base::ScopedTempDir tmp("data-bench");
   DataBenchOptions o = SmallRun(tmp.path());
   o.samples = 50;
   o.readers = 7;
@@ -88,7 +83,7 @@ TEST(DataBenchTest, KeepLeavesALoadableDataset) {
 }
 
 TEST(DataBenchTest, BadOptions) {
-  TempDir tmp;
+  base::ScopedTempDir tmp("data-bench");
   DataBenchOptions o = SmallRun(tmp.path());
   o.readers = 0;
   EXPECT_EQ(RunDataBench(o).status().code(), StatusCode::kInvalidArgument);
@@ -101,7 +96,7 @@ TEST(DataBenchTest, BadOptions) {
 
 // More readers than samples: the extra readers have nothing to read and must not block.
 TEST(DataBenchTest, MoreReadersThanSamples) {
-  TempDir tmp;
+  base::ScopedTempDir tmp("data-bench");
   DataBenchOptions o = SmallRun(tmp.path());
   o.samples = 3;
   o.readers = 5;

@@ -21,11 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir : public base::ScopedTempDir {
- public:
-  TempDir() : base::ScopedTempDir("data-pack") {}
-};
-
 void WriteFile(const std::string& path, const std::string& data) {
   fs::create_directories(fs::path(path).parent_path());
   std::ofstream(path, std::ios::binary) << data;
@@ -82,7 +77,7 @@ TEST(SyntheticTest, RejectsBadSpecs) {
 }
 
 TEST(PackTest, SyntheticRoundTripAcrossShards) {
-  TempDir tmp;
+  base::ScopedTempDir tmp("data-pack");
   SyntheticSpec spec{.samples = 500, .min_bytes = 0, .max_bytes = 300, .seed = 3};
   PackOptions opts;
   opts.shard_bytes = 8 << 10;
@@ -120,7 +115,7 @@ TEST(PackTest, SyntheticRoundTripAcrossShards) {
 }
 
 TEST(PackTest, DirectoryRoundTripSortedByPath) {
-  TempDir tmp;
+  base::ScopedTempDir tmp("data-pack");
   const std::string src = tmp.Sub("src"), out = tmp.Sub("out");
   // Created out of order: the pack order must be the sorted relative paths.
   std::map<std::string, std::string> files = {
@@ -146,7 +141,7 @@ TEST(PackTest, DirectoryRoundTripSortedByPath) {
 }
 
 TEST(PackTest, SyntheticFilesPackBackIntoIndexOrder) {
-  TempDir tmp;
+  base::ScopedTempDir tmp("data-pack");
   SyntheticSpec spec{.samples = 1203, .min_bytes = 1, .max_bytes = 64, .seed = 11};
   ASSERT_TRUE(WriteSyntheticFiles(spec, tmp.Sub("small")).ok());
   Result<PackStats> st = PackDirectory(tmp.Sub("small"), tmp.Sub("packed"), PackOptions());
@@ -163,7 +158,7 @@ TEST(PackTest, SyntheticFilesPackBackIntoIndexOrder) {
 }
 
 TEST(PackTest, ExistingDatasetNeedsOverwriteAndLosesExtraShards) {
-  TempDir tmp;
+  base::ScopedTempDir tmp("data-pack");
   PackOptions opts;
   opts.shard_bytes = 1024;
   SyntheticSpec big{.samples = 100, .min_bytes = 100, .max_bytes = 100, .seed = 1};
@@ -183,7 +178,7 @@ TEST(PackTest, ExistingDatasetNeedsOverwriteAndLosesExtraShards) {
 }
 
 TEST(PackTest, BadSources) {
-  TempDir tmp;
+  base::ScopedTempDir tmp("data-pack");
   EXPECT_EQ(PackDirectory(tmp.Sub("nope"), tmp.Sub("out"), {}).status().code(),
             StatusCode::kNotFound);
   fs::create_directory(tmp.Sub("empty"));
@@ -197,7 +192,7 @@ TEST(PackTest, BadSources) {
 }
 
 TEST(IndexTest, MissingIndexIsNotADataset) {
-  TempDir tmp;
+  base::ScopedTempDir tmp("data-pack");
   WriteFile(tmp.Sub("shard-00000.bin"), "leftover");
   Result<DatasetIndex> index = DatasetIndex::Load(tmp.path());
   EXPECT_EQ(index.status().code(), StatusCode::kInvalidArgument);
@@ -222,7 +217,7 @@ class IndexCorruptionTest : public ::testing::Test {
     }
     std::ofstream(path_, std::ios::binary | std::ios::trunc) << bytes;
   }
-  TempDir tmp_;
+  base::ScopedTempDir tmp_{"data-pack"};
   std::string path_, bytes_;
 };
 
@@ -269,7 +264,7 @@ TEST_F(IndexCorruptionTest, EntryOutsideShardIsDataLoss) {
 
 // A packer killed in the middle leaves no dataset; the next pack cleans up and succeeds.
 TEST(PackCrashTest, KilledPackLeavesNoDatasetAndRepackWorks) {
-  TempDir tmp;
+  base::ScopedTempDir tmp("data-pack");
   SyntheticSpec spec{.samples = 20000, .min_bytes = 8, .max_bytes = 64, .seed = 9};
   pid_t pid = ::fork();
   ASSERT_GE(pid, 0);

@@ -20,11 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir : public base::ScopedTempDir {
- public:
-  TempDir() : base::ScopedTempDir("data-reader") {}
-};
-
 std::unique_ptr<DataReader> MustOpen(const std::string& dir, const DataReaderOptions& o) {
   Result<std::unique_ptr<DataReader>> r = DataReader::Open(dir, o);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -82,7 +77,7 @@ class DataReaderTest : public ::testing::Test {
     }
   }
 
-  TempDir tmp_;
+  base::ScopedTempDir tmp_{"data-reader"};
   SyntheticSpec spec_;
   std::string dir_;
 };
