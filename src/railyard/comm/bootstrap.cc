@@ -39,13 +39,13 @@ Result<std::unique_ptr<net::Transport>> StartTransport(const BootstrapConfig& co
   o.secret = config.secret;
   o.host = config.host;
   o.socket_ifname = config.socket_ifname;
-  o.streams_per_peer = config.tcp_streams;
-  o.socket_buffer_bytes = config.tcp_buffer_bytes;
-  o.tcp_congestion = config.tcp_congestion;
-  net::OfiOptions ofi;
-  ofi.provider = config.ofi_provider;
-  ofi.domain = config.ofi_domain;
-  RY_ASSIGN_OR_RETURN(auto t, net::NewTransport(backend, o, ofi));
+  net::BackendOptions b;
+  b.tcp.streams_per_peer = config.tcp_streams;
+  b.tcp.socket_buffer_bytes = config.tcp_buffer_bytes;
+  b.tcp.congestion = config.tcp_congestion;
+  b.ofi.provider = config.ofi_provider;
+  b.ofi.domain = config.ofi_domain;
+  RY_ASSIGN_OR_RETURN(auto t, net::NewTransport(backend, o, b));
   RY_RETURN_IF_ERROR(t->Start(deadline));
   return t;
 }

@@ -19,10 +19,10 @@ inline std::vector<TestTransport> AvailableTestTransports() {
   std::vector<TestTransport> out;
   for (const std::string& name : net::TransportNames()) {
     out.push_back({name, [name](const net::TransportOptions& o) {
-                     net::OfiOptions ofi;
-                     ofi.provider = "tcp;ofi_rxm";
-                     ofi.domain = "lo";
-                     return net::NewTransport(name, o, ofi);
+                     net::BackendOptions b;
+                     b.ofi.provider = "tcp;ofi_rxm";
+                     b.ofi.domain = "lo";
+                     return net::NewTransport(name, o, b);
                    }});
   }
   return out;

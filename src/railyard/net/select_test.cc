@@ -36,9 +36,9 @@ std::string ExpectedAutoAcrossHosts() {
 TEST(TransportNamesTest, ListsBuiltBackends) {
   std::vector<std::string> names = TransportNames();
 #ifdef RAILYARD_WITH_OFI
-  EXPECT_EQ(names, (std::vector<std::string>{"tcp", "shm", "ofi"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"ofi", "shm", "tcp"}));
 #else
-  EXPECT_EQ(names, (std::vector<std::string>{"tcp", "shm"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"shm", "tcp"}));
 #endif
   // "auto" is a request, not a backend.
   EXPECT_EQ(std::count(names.begin(), names.end(), "auto"), 0);
@@ -150,6 +150,43 @@ TEST(NewTransportTest, UnresolvedOrUnknownNameIsInvalid) {
 #ifndef RAILYARD_WITH_OFI
   EXPECT_EQ(NewTransport("ofi", options).status().code(), StatusCode::kInvalidArgument);
 #endif
+}
+
+TEST(TransportRegistryTest, RejectsDuplicatesAndReservedNamesAndListsSorted) {
+  TransportRegistry registry;
+  ASSERT_TRUE(RegisterBuiltinTransports(registry).ok());
+  EXPECT_EQ(registry.Names(), TransportNames());
+  auto factory = [](const TransportOptions& o, const BackendOptions& b) {
+    return NewTcpTransport(o, b.tcp);
+  };
+  EXPECT_EQ(registry.Register("tcp", factory).code(), StatusCode::kAlreadyExists);
+  EXPECT_EQ(registry.Register("auto", factory).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.Register("", factory).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(registry.Register("aaa", factory).ok());
+  EXPECT_EQ(registry.Names().front(), "aaa");
+}
+
+// Each backend gets its own member of BackendOptions: a bad tcp option fails tcp only, and
+// shm's options reach shm.
+TEST(NewTransportTest, BackendOptionsReachTheirBackend) {
+  std::unique_ptr<Store> store = NewInMemoryStore();
+  TransportOptions options;
+  options.size = 2;
+  options.store = store.get();
+  options.key_prefix = "select-test";
+  options.secret = "secret";
+  options.socket_ifname = "=lo";
+  BackendOptions bad;
+  bad.tcp.streams_per_peer = 0;
+  bad.shm.ring_bytes = 4097;  // not a multiple of the ring alignment
+  auto tcp = NewTransport("tcp", options, bad);
+  EXPECT_EQ(tcp.status().code(), StatusCode::kInvalidArgument) << tcp.status().ToString();
+  auto shm = NewTransport("shm", options, bad);
+  EXPECT_EQ(shm.status().code(), StatusCode::kInvalidArgument) << shm.status().ToString();
+  EXPECT_TRUE(Contains(shm.status().message(), "4097")) << shm.status().message();
+  BackendOptions good;
+  EXPECT_TRUE(NewTransport("tcp", options, good).ok());
+  EXPECT_TRUE(NewTransport("shm", options, good).ok());
 }
 
 }  // namespace

@@ -107,11 +107,6 @@ struct TransportOptions {
   // Interface selection in NCCL_SOCKET_IFNAME syntax ("eth", "^docker,lo", "=eth0"); empty
   // means automatic. Backends that do not use sockets ignore it.
   std::string socket_ifname;
-  // For the tcp backend: connections per peer and direction, and socket buffer size.
-  int streams_per_peer = 2;
-  size_t socket_buffer_bytes = 4 << 20;
-  // TCP congestion control: "auto", "system" or an algorithm name (tcp/congestion.h).
-  std::string tcp_congestion = "auto";
   // For a sub-group of a job: the job-wide rank of each of its `size` ranks (known to every
   // member), so that messages name peers as operators know them. Empty: the same numbers.
   std::vector<int> job_ranks;

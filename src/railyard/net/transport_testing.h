@@ -17,8 +17,7 @@
 
 namespace railyard::net {
 
-using TransportFactory =
-    std::function<Result<std::unique_ptr<Transport>>(const TransportOptions&)>;
+using TransportFactory = std::function<Result<std::unique_ptr<Transport>>(const TransportOptions&)>;
 
 // Captures the lines logged at warn and above (from any thread) while it lives.
 class LogCapture {
@@ -74,15 +73,25 @@ inline TransportGroup StartTransportGroupForTest(const TransportFactory& factory
   }
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r) {
-    threads.emplace_back([&, r] {
-      st[r] = g.ranks[r]->Start(base::Deadline::After(std::chrono::seconds(20)));
-    });
+    threads.emplace_back(
+        [&, r] { st[r] = g.ranks[r]->Start(base::Deadline::After(std::chrono::seconds(20))); });
   }
   for (auto& t : threads) t.join();
   for (auto& s : st) {
     if (!s.ok() && g.status.ok()) g.status = s;
   }
   return g;
+}
+
+// The same for a backend factory that takes its own options (NewTcpTransport, TcpOptions):
+// `backend` is passed to every rank's factory call.
+template <typename BackendOptions>
+inline TransportGroup StartTransportGroupForTest(
+    Result<std::unique_ptr<Transport>> (*factory)(const TransportOptions&, const BackendOptions&),
+    int size, TransportOptions base = {}, BackendOptions backend = {}) {
+  return StartTransportGroupForTest(
+      [factory, backend](const TransportOptions& o) { return factory(o, backend); }, size,
+      std::move(base));
 }
 
 // Runs fn(rank, transport) on one thread per rank and returns each rank's Status.

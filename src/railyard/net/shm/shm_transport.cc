@@ -915,10 +915,6 @@ std::string ShmSegmentNamePrefix(std::string_view key_prefix) {
                      base::ToHex(std::string_view(reinterpret_cast<const char*>(d.data()), 6)));
 }
 
-Result<std::unique_ptr<Transport>> NewShmTransport(const TransportOptions& options) {
-  return NewShmTransport(options, ShmOptions{});
-}
-
 Result<std::unique_ptr<Transport>> NewShmTransport(const TransportOptions& options,
                                                    const ShmOptions& shm_options) {
   if (options.size < 1 || options.rank < 0 || options.rank >= options.size) {

@@ -66,9 +66,8 @@ struct ShmOptions {
 };
 
 // Returns an unstarted transport. INVALID_ARGUMENT for a bad rank/size or a missing store.
-Result<std::unique_ptr<Transport>> NewShmTransport(const TransportOptions& options);
 Result<std::unique_ptr<Transport>> NewShmTransport(const TransportOptions& options,
-                                                   const ShmOptions& shm_options);
+                                                   const ShmOptions& shm_options = {});
 
 // "railyard-shm-<hash of key_prefix>-": every segment of the communicator `key_prefix` has
 // a name under /dev/shm starting with this (for cleanup tools and tests).

@@ -48,7 +48,7 @@ void TcpTransport::StartConnect(int peer, uint32_t stream) {
     FailPeer(peer, ErrnoStatus(errno, "socket"));
     return;
   }
-  TuneSocket(s.fd.get(), opt_.socket_buffer_bytes);
+  TuneSocket(s.fd.get(), tcp_.socket_buffer_bytes);
   // Only the connector's algorithm matters: data flows from connector to acceptor.
   const std::string& my_boot = peers_[opt_.rank].info.boot_id;
   const bool same_kernel =
@@ -214,7 +214,7 @@ void TcpTransport::Accept() {
     in->fd.Reset(fd);
     in->remote = internal::SockaddrText(a);
     in->handshake.emplace(kTcpHandshake, opt_.secret);
-    TuneSocket(fd, opt_.socket_buffer_bytes);
+    TuneSocket(fd, tcp_.socket_buffer_bytes);
     in->rx.reset(new char[kRxBufferBytes]);
     uint64_t key = InKey(next_in_key_++);
     in->key = key;

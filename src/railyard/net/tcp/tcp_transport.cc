@@ -52,11 +52,11 @@ Status TcpTransport::Listen() {
     return InvalidArgument("tcp transport: rank {} is outside world size {}", opt_.rank, opt_.size);
   }
   if (opt_.store == nullptr) return InvalidArgument("tcp transport: no rendezvous store");
-  if (opt_.streams_per_peer < 1 || opt_.streams_per_peer > 64) {
+  if (tcp_.streams_per_peer < 1 || tcp_.streams_per_peer > 64) {
     return InvalidArgument("tcp transport: streams per peer must be 1..64, got {}",
-                           opt_.streams_per_peer);
+                           tcp_.streams_per_peer);
   }
-  RY_ASSIGN_OR_RETURN(congestion_, CongestionControl::Parse(opt_.tcp_congestion));
+  RY_ASSIGN_OR_RETURN(congestion_, CongestionControl::Parse(tcp_.congestion));
   RY_RETURN_IF_ERROR(congestion_.Check());
   RY_ASSIGN_OR_RETURN(NetInterface iface, ChooseInterface(opt_.socket_ifname));
   listen_fd_.Reset(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
@@ -92,7 +92,7 @@ Status TcpTransport::Start(base::Deadline deadline) {
   for (int r = 0; r < opt_.size; ++r) {
     peers_[r].info = all[r];
     peers_[r].info.job_rank = JobRankOf(opt_, r);
-    peers_[r].out = std::vector<OutStream>(opt_.streams_per_peer);
+    peers_[r].out = std::vector<OutStream>(tcp_.streams_per_peer);
     if (r == opt_.rank) continue;
     auto addr = internal::ParseIpv4HostPort(all[r].address);
     if (!addr.ok()) {
@@ -480,8 +480,9 @@ void TcpTransport::Abort(std::string_view reason, base::Deadline deadline) {
 
 }  // namespace tcp
 
-Result<std::unique_ptr<Transport>> NewTcpTransport(const TransportOptions& options) {
-  auto t = std::make_unique<tcp::TcpTransport>(options, tcp::TcpTuning{});
+Result<std::unique_ptr<Transport>> NewTcpTransport(const TransportOptions& options,
+                                                   const TcpOptions& tcp) {
+  auto t = std::make_unique<tcp::TcpTransport>(options, tcp, tcp::TcpTuning{});
   RY_RETURN_IF_ERROR(t->Listen());
   return std::unique_ptr<Transport>(std::move(t));
 }

@@ -7,9 +7,9 @@
 // streams it opened to that peer, its receives arrive on the streams the peer opened to it,
 // so two ranks that connect to each other at the same moment need no tie-break.
 //
-// A message longer than a chunk is split across `streams_per_peer` connections so one TCP
-// connection does not cap bandwidth; the first chunk of every message travels on stream 0,
-// which fixes the order in which messages are matched (see tcp_transport.cc).
+// A message longer than a chunk is split across TcpOptions::streams_per_peer connections so
+// one TCP connection does not cap bandwidth; the first chunk of every message travels on
+// stream 0, which fixes the order in which messages are matched (see tcp_transport.cc).
 //
 // Every connection proves the job secret: the acceptor sends a random nonce, the connector
 // answers HMAC-SHA-256(secret, nonce and both ranks); a wrong answer is refused and logged
@@ -18,15 +18,29 @@
 // Thread-safety: as net::Transport.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <string>
 
 #include "railyard/base/status.h"
 #include "railyard/net/transport.h"
 
 namespace railyard::net {
 
-// Fails INVALID_ARGUMENT for bad options (rank outside [0, size), no store) and NOT_FOUND
-// when no interface matches options.socket_ifname. Listens at once; call Start() next.
-Result<std::unique_ptr<Transport>> NewTcpTransport(const TransportOptions& options);
+// The tcp backend's own options (net/select.h passes them as BackendOptions::tcp).
+struct TcpOptions {
+  // Connections per peer and direction: a long message is split across them.
+  int streams_per_peer = 2;
+  // Socket send and receive buffer bytes; 0 leaves the kernel's autotuning.
+  size_t socket_buffer_bytes = 4 << 20;
+  // Congestion control: "auto", "system" or an algorithm name (tcp/congestion.h).
+  std::string congestion = "auto";
+};
+
+// Fails INVALID_ARGUMENT for bad options (rank outside [0, size), no store, streams outside
+// 1-64, an unknown congestion control) and NOT_FOUND when no interface matches
+// options.socket_ifname. Listens at once; call Start() next.
+Result<std::unique_ptr<Transport>> NewTcpTransport(const TransportOptions& options,
+                                                   const TcpOptions& tcp = {});
 
 }  // namespace railyard::net

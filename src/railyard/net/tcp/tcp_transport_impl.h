@@ -30,6 +30,7 @@
 #include "railyard/net/tcp/congestion.h"
 #include "railyard/net/tcp/connection.h"
 #include "railyard/net/tcp/loop.h"
+#include "railyard/net/tcp/tcp_transport.h"
 #include "railyard/net/tcp/wire.h"
 #include "railyard/net/transport.h"
 
@@ -94,8 +95,8 @@ struct PeerState {
 
 class TcpTransport final : public Transport, public ConsumingReceiver {
  public:
-  TcpTransport(TransportOptions options, TcpTuning tuning)
-      : opt_(std::move(options)), spin_(tuning.spin_polls) {}
+  TcpTransport(TransportOptions options, TcpOptions tcp, TcpTuning tuning)
+      : opt_(std::move(options)), tcp_(std::move(tcp)), spin_(tuning.spin_polls) {}
   ~TcpTransport() override;
 
   Status Listen();
@@ -169,6 +170,7 @@ class TcpTransport final : public Transport, public ConsumingReceiver {
   void HandleEvent(uint64_t key, uint32_t events);
 
   TransportOptions opt_;
+  TcpOptions tcp_;
   std::vector<PeerState> peers_;
   base::UniqueFd listen_fd_;
   sockaddr_in listen_addr_{};

@@ -97,10 +97,10 @@ bool ClosedByPeer(int fd) {
 }
 
 TEST(TcpTransport, PingPongAndSizes) {
-  TransportOptions o;
-  o.streams_per_peer = 3;
-  o.tcp_congestion = "reno";  // a named algorithm on every connection
-  auto g = StartTransportGroupForTest(NewTcpTransport, 2, o);
+  TcpOptions tcp;
+  tcp.streams_per_peer = 3;
+  tcp.congestion = "reno";  // a named algorithm on every connection
+  auto g = StartTransportGroupForTest(NewTcpTransport, 2, {}, tcp);
   ASSERT_TRUE(g.status.ok()) << g.status.ToString();
   // Sizes around the chunking threshold and a large odd size, in both directions.
   std::vector<size_t> sizes = {
@@ -174,9 +174,7 @@ TEST(TcpTransport, ConnectionsInsideOneKernelAvoidThePacingDefault) {
 // carried them and in whatever order; also for a message that arrived before its receive, and
 // for one from self.
 TEST(TcpTransport, ConsumingReceiveGetsEveryByteOnceInWholeUnits) {
-  TransportOptions o;
-  o.streams_per_peer = 3;
-  auto g = StartTransportGroupForTest(NewTcpTransport, 2, o);
+  auto g = StartTransportGroupForTest(NewTcpTransport, 2, {}, TcpOptions{.streams_per_peer = 3});
   ASSERT_TRUE(g.status.ok()) << g.status.ToString();
   constexpr size_t kUnit = 8;
   struct Sink {
@@ -650,13 +648,14 @@ TEST(TcpTransport, BadOptionsAreRejected) {
   EXPECT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("no-such-if0"), std::string::npos) << t.status().ToString();
   o.socket_ifname = "=lo";
-  o.tcp_congestion = "nosuchcc";
-  t = NewTcpTransport(o);
+  t = NewTcpTransport(o, TcpOptions{.congestion = "nosuchcc"});
   EXPECT_EQ(t.status().code(), StatusCode::kNotFound) << t.status().ToString();
   EXPECT_NE(t.status().message().find("'nosuchcc' is not available"), std::string::npos)
       << t.status().ToString();
-  o.tcp_congestion = "cubic;x";
-  EXPECT_EQ(NewTcpTransport(o).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(NewTcpTransport(o, TcpOptions{.congestion = "cubic;x"}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(NewTcpTransport(o, TcpOptions{.streams_per_peer = 0}).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 }  // namespace
