@@ -115,7 +115,7 @@ struct Attribution {
 
 // Errors: INVALID_ARGUMENT for a measurement whose hosts are not in `view` or whose rate is
 // negative; FAILED_PRECONDITION for an "of expected" threshold when a measurement has no
-// expectation, or an "of median" one with no measurements.
+// expectation. No measurements give no findings.
 Result<Attribution> Attribute(const FabricView& view, std::span<const Measurement> measurements,
                               const AnalysisOptions& options = {});
 

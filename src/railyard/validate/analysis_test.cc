@@ -252,6 +252,9 @@ TEST(AnalysisTest, ThresholdsAndBadInput) {
   topo::Cluster c = Cluster({2, 2}, false);
   FabricView view = FabricView::FromCluster(c);
   std::vector<Measurement> ms = Measure(c, AllPairsSchedule(4), 1, [](int, int) { return 1.0; });
+  Result<Attribution> empty = Attribute(view, {});
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->findings.empty());
   AnalysisOptions expected;
   expected.slow = {.kind = Threshold::Kind::kOfExpected, .value = 0.9, .text = "90% of expected"};
   Result<Attribution> no_expectation = Attribute(view, ms, expected);
