@@ -56,6 +56,9 @@ Status TcpTransport::Listen() {
     return InvalidArgument("tcp transport: streams per peer must be 1..64, got {}",
                            tcp_.streams_per_peer);
   }
+  if (tcp_.spin_polls < 0) {
+    return InvalidArgument("tcp transport: spin polls must be 0 or more, got {}", tcp_.spin_polls);
+  }
   RY_ASSIGN_OR_RETURN(congestion_, CongestionControl::Parse(tcp_.congestion));
   RY_RETURN_IF_ERROR(congestion_.Check());
   RY_ASSIGN_OR_RETURN(NetInterface iface, ChooseInterface(opt_.socket_ifname));
@@ -482,7 +485,7 @@ void TcpTransport::Abort(std::string_view reason, base::Deadline deadline) {
 
 Result<std::unique_ptr<Transport>> NewTcpTransport(const TransportOptions& options,
                                                    const TcpOptions& tcp) {
-  auto t = std::make_unique<tcp::TcpTransport>(options, tcp, tcp::TcpTuning{});
+  auto t = std::make_unique<tcp::TcpTransport>(options, tcp);
   RY_RETURN_IF_ERROR(t->Listen());
   return std::unique_ptr<Transport>(std::move(t));
 }

@@ -35,10 +35,14 @@ struct TcpOptions {
   size_t socket_buffer_bytes = 4 << 20;
   // Congestion control: "auto", "system" or an algorithm name (tcp/congestion.h).
   std::string congestion = "auto";
+  // Most polls at the start of a wait before it sleeps in epoll (each epoll_wait(0), then
+  // sched_yield); 0 sleeps at once. Waits that keep ending in sleep lower it
+  // (net/spin_budget.h); tcp_transport_impl.h says why polling first pays.
+  int spin_polls = 100;
 };
 
 // Fails INVALID_ARGUMENT for bad options (rank outside [0, size), no store, streams outside
-// 1-64, an unknown congestion control) and NOT_FOUND when no interface matches
+// 1-64, an unknown congestion control, negative spin_polls) and NOT_FOUND when no interface matches
 // options.socket_ifname. Listens at once; call Start() next.
 Result<std::unique_ptr<Transport>> NewTcpTransport(const TransportOptions& options,
                                                    const TcpOptions& tcp = {});

@@ -49,19 +49,13 @@ inline constexpr size_t kRxBufferBytes = 64 << 10;
 // against 1.63).
 inline constexpr size_t kSmallWaitBytes = 128 << 10;
 
-// Tuning that no user needs to set; tests and benchmarks construct the transport with other
-// values.
-struct TcpTuning {
-  // Most polls at the start of a wait before sleeping in epoll, each an epoll_wait(0)
-  // followed by sched_yield (so a peer waiting for this core runs; every second poll for
-  // small waits, see kSmallWaitBytes); 0 sleeps at once. Bounded: an idle wait sleeps after
-  // this many polls, and after fewer once waits keep ending in sleep (SpinBudget). Polling
-  // first because the answer to a small message is usually microseconds away: a 4 KiB
-  // allreduce on 2 cores takes 24 us with 2 ranks and 110 with 4, against 50 and 170 when a
-  // wait sleeps at once. The yield matters: polling without it was slower than sleeping (59
-  // and 240 us).
-  int spin_polls = 100;
-};
+// Why a wait polls first (TcpOptions::spin_polls, at most that many polls, each an
+// epoll_wait(0) followed by sched_yield so a peer waiting for this core runs; every second
+// poll for small waits, see kSmallWaitBytes): the answer to a small message is usually
+// microseconds away: a 4 KiB allreduce on 2 cores takes 24 us with 2 ranks and 110 with 4,
+// against 50 and 170 when a wait sleeps at once. The yield matters: polling without it was
+// slower than sleeping (59 and 240 us). Bounded: an idle wait sleeps after spin_polls polls,
+// and after fewer once waits keep ending in sleep (SpinBudget).
 
 // A posted send or receive.
 struct Req {
@@ -95,8 +89,8 @@ struct PeerState {
 
 class TcpTransport final : public Transport, public ConsumingReceiver {
  public:
-  TcpTransport(TransportOptions options, TcpOptions tcp, TcpTuning tuning)
-      : opt_(std::move(options)), tcp_(std::move(tcp)), spin_(tuning.spin_polls) {}
+  TcpTransport(TransportOptions options, TcpOptions tcp)
+      : opt_(std::move(options)), tcp_(std::move(tcp)), spin_(tcp_.spin_polls) {}
   ~TcpTransport() override;
 
   Status Listen();

@@ -656,6 +656,29 @@ TEST(TcpTransport, BadOptionsAreRejected) {
             StatusCode::kInvalidArgument);
   EXPECT_EQ(NewTcpTransport(o, TcpOptions{.streams_per_peer = 0}).status().code(),
             StatusCode::kInvalidArgument);
+  EXPECT_EQ(NewTcpTransport(o, TcpOptions{.spin_polls = -1}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+// With spin_polls 0 every wait sleeps in epoll at once; messages small and large (split
+// across streams) still flow both ways.
+TEST(TcpTransport, WaitsThatNeverPollStillComplete) {
+  auto g = StartTransportGroupForTest(NewTcpTransport, 2, {}, TcpOptions{.spin_polls = 0});
+  ASSERT_TRUE(g.status.ok()) << g.status.ToString();
+  ExpectAllOk(RunRanksForTest(g, [&](int rank, Transport& t) -> Status {
+    const int peer = 1 - rank;
+    for (size_t n : {size_t{8}, size_t{1} << 20}) {
+      std::vector<char> out(n, static_cast<char>('a' + rank)), in(n);
+      RY_ASSIGN_OR_RETURN(Request s, t.PostSend(peer, 4, out.data(), n));
+      RY_ASSIGN_OR_RETURN(Request r, t.PostRecv(peer, 4, in.data(), n));
+      Request both[] = {s, r};
+      RY_RETURN_IF_ERROR(t.WaitAll(both, Soon()));
+      if (in != std::vector<char>(n, static_cast<char>('a' + peer))) {
+        return Internal("{}-byte message corrupted", n);
+      }
+    }
+    return Status::Ok();
+  }));
 }
 
 }  // namespace
