@@ -16,18 +16,6 @@
 namespace railyard::topo {
 namespace {
 
-using internal::BlockLevel;
-using internal::BlockSpec;
-using internal::BuildBlocks;
-using internal::BuildTree;
-using internal::ChildNames;
-using internal::Header;
-using internal::kMaxSlurmNames;
-using internal::NodeNames;
-using internal::SlurmHostlist;
-using internal::SwitchSpec;
-using internal::WritesBlocks;
-
 std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -89,9 +77,9 @@ Result<std::vector<std::string>> Names(const Pair& p, std::string_view where, si
     return InvalidArgument("{}: {}=: {}", where, p.raw_key, names.status().message());
   }
   total += names->size();
-  if (total > kMaxSlurmNames) {
+  if (total > internal::kMaxSlurmNames) {
     return InvalidArgument("{}: the file names more than {} switches and nodes", where,
-                           kMaxSlurmNames);
+                           internal::kMaxSlurmNames);
   }
   return names;
 }
@@ -124,8 +112,8 @@ Result<std::vector<int>> ParseSizes(std::string_view text, std::string_view wher
 }  // namespace
 
 Result<Cluster> ParseSlurmTopologyConf(std::string_view text, std::string_view source) {
-  std::vector<SwitchSpec> switches;
-  std::vector<BlockSpec> blocks;
+  std::vector<internal::SwitchSpec> switches;
+  std::vector<internal::BlockSpec> blocks;
   std::vector<int> sizes;
   int sizes_line = 0;
   size_t total = 0;
@@ -159,7 +147,7 @@ Result<Cluster> ParseSlurmTopologyConf(std::string_view text, std::string_view s
     };
     if (head.key == "switchname") {
       RY_RETURN_IF_ERROR(only({"Switches", "Nodes", "LinkSpeed"}));
-      SwitchSpec spec;
+      internal::SwitchSpec spec;
       spec.name = head.value;
       spec.line = line_no;
       if (spec.name.empty()) return InvalidArgument("{}: SwitchName= is empty", where);
@@ -174,7 +162,7 @@ Result<Cluster> ParseSlurmTopologyConf(std::string_view text, std::string_view s
       switches.push_back(std::move(spec));
     } else if (head.key == "blockname") {
       RY_RETURN_IF_ERROR(only({"Nodes"}));
-      BlockSpec spec;
+      internal::BlockSpec spec;
       spec.name = head.value;
       spec.line = line_no;
       if (spec.name.empty()) return InvalidArgument("{}: BlockName= is empty", where);
@@ -210,8 +198,8 @@ Result<Cluster> ParseSlurmTopologyConf(std::string_view text, std::string_view s
           where, tree_line, blocks.empty() ? "BlockSizes=" : "BlockName=", block_line);
     }
   }
-  if (!switches.empty()) return BuildTree(switches, source, "", {"Switches=", "Nodes="});
-  if (!blocks.empty()) return BuildBlocks(blocks, std::move(sizes), source, "");
+  if (!switches.empty()) return internal::BuildTree(switches, source, "", {"Switches=", "Nodes="});
+  if (!blocks.empty()) return internal::BuildBlocks(blocks, std::move(sizes), source, "");
   if (sizes_line > 0) {
     return InvalidArgument("{}: BlockSizes= without any BlockName= entries",
                            base::Where(source, sizes_line));
@@ -223,14 +211,14 @@ Result<Cluster> ParseSlurmTopologyConf(std::string_view text, std::string_view s
 }
 
 std::string WriteSlurmTopologyConf(const Cluster& c) {
-  std::string out = Header(c, "Slurm topology.conf");
-  if (WritesBlocks(c)) {
-    int level = BlockLevel(c);
+  std::string out = internal::Header(c, "Slurm topology.conf");
+  if (internal::WritesBlocks(c)) {
+    int level = internal::BlockLevel(c);
     for (size_t s = 0; s < c.switches.size(); ++s) {
       if (c.switches[s].level != level) continue;
       std::vector<int> nodes = c.NodesUnder(static_cast<int>(s));
       out += "BlockName=" + c.switches[s].name;
-      if (!nodes.empty()) out += " Nodes=" + SlurmHostlist(NodeNames(c, nodes));
+      if (!nodes.empty()) out += " Nodes=" + internal::SlurmHostlist(internal::NodeNames(c, nodes));
       out += "\n";
     }
     if (!c.block_sizes.empty()) {
@@ -240,8 +228,10 @@ std::string WriteSlurmTopologyConf(const Cluster& c) {
   }
   for (const Switch& s : c.switches) {
     out += "SwitchName=" + s.name;
-    if (!s.children.empty()) out += " Switches=" + SlurmHostlist(ChildNames(c, s));
-    if (!s.nodes.empty()) out += " Nodes=" + SlurmHostlist(NodeNames(c, s.nodes));
+    if (!s.children.empty())
+      out += " Switches=" + internal::SlurmHostlist(internal::ChildNames(c, s));
+    if (!s.nodes.empty())
+      out += " Nodes=" + internal::SlurmHostlist(internal::NodeNames(c, s.nodes));
     out += "\n";
   }
   return out;

@@ -16,17 +16,6 @@ namespace railyard::topo {
 namespace {
 
 using base::FieldContext;
-using internal::BlockLevel;
-using internal::BlockSpec;
-using internal::BuildBlocks;
-using internal::BuildTree;
-using internal::ChildNames;
-using internal::Header;
-using internal::kMaxSlurmNames;
-using internal::NodeNames;
-using internal::SlurmHostlist;
-using internal::SwitchSpec;
-using internal::WritesBlocks;
 
 Result<std::vector<std::string>> YamlNames(const YAML::Node& map, std::string_view key,
                                            const FieldContext& ctx, size_t& total) {
@@ -35,9 +24,10 @@ Result<std::vector<std::string>> YamlNames(const YAML::Node& map, std::string_vi
   Result<std::vector<std::string>> names = ExpandHostlist(text);
   if (!names.ok()) return ctx.Child(key).Error(base::YamlGet(map, key), names.status().message());
   total += names->size();
-  if (total > kMaxSlurmNames) {
-    return ctx.Child(key).Error(base::YamlGet(map, key),
-                                fmt::format("more than {} switches and nodes", kMaxSlurmNames));
+  if (total > internal::kMaxSlurmNames) {
+    return ctx.Child(key).Error(
+        base::YamlGet(map, key),
+        fmt::format("more than {} switches and nodes", internal::kMaxSlurmNames));
   }
   return names;
 }
@@ -47,14 +37,14 @@ Result<Cluster> TreeFromYaml(const YAML::Node& tree, const FieldContext& ctx,
   RY_RETURN_IF_ERROR(base::ExpectMap(tree, ctx));
   RY_RETURN_IF_ERROR(base::RejectUnknownKeys(tree, {"switches"}, ctx));
   RY_ASSIGN_OR_RETURN(YAML::Node switches, base::RequireSequence(tree, "switches", ctx));
-  std::vector<SwitchSpec> specs;
+  std::vector<internal::SwitchSpec> specs;
   size_t total = 0;
   for (size_t i = 0; i < switches.size(); ++i) {
     FieldContext c = ctx.Child("switches").Index(i);
     const YAML::Node& sw = switches[i];
     RY_RETURN_IF_ERROR(base::ExpectMap(sw, c));
     RY_RETURN_IF_ERROR(base::RejectUnknownKeys(sw, {"switch", "children", "nodes"}, c));
-    SwitchSpec spec;
+    internal::SwitchSpec spec;
     RY_ASSIGN_OR_RETURN(spec.name, base::RequireString(sw, "switch", c));
     RY_ASSIGN_OR_RETURN(spec.children, YamlNames(sw, "children", c, total));
     RY_ASSIGN_OR_RETURN(spec.nodes, YamlNames(sw, "nodes", c, total));
@@ -62,7 +52,7 @@ Result<Cluster> TreeFromYaml(const YAML::Node& tree, const FieldContext& ctx,
     specs.push_back(std::move(spec));
   }
   if (specs.empty()) return ctx.Child("switches").Error(switches, "lists no switches");
-  return BuildTree(specs, source, std::move(name), {"children", "nodes"});
+  return internal::BuildTree(specs, source, std::move(name), {"children", "nodes"});
 }
 
 Result<Cluster> BlockFromYaml(const YAML::Node& block, const FieldContext& ctx,
@@ -85,21 +75,21 @@ Result<Cluster> BlockFromYaml(const YAML::Node& block, const FieldContext& ctx,
     if (!valid.ok()) return ctx.Child("block_sizes").Error(seq, valid.message());
   }
   RY_ASSIGN_OR_RETURN(YAML::Node blocks, base::RequireSequence(block, "blocks", ctx));
-  std::vector<BlockSpec> specs;
+  std::vector<internal::BlockSpec> specs;
   size_t total = 0;
   for (size_t i = 0; i < blocks.size(); ++i) {
     FieldContext c = ctx.Child("blocks").Index(i);
     const YAML::Node& b = blocks[i];
     RY_RETURN_IF_ERROR(base::ExpectMap(b, c));
     RY_RETURN_IF_ERROR(base::RejectUnknownKeys(b, {"block", "nodes"}, c));
-    BlockSpec spec;
+    internal::BlockSpec spec;
     RY_ASSIGN_OR_RETURN(spec.name, base::RequireString(b, "block", c));
     RY_ASSIGN_OR_RETURN(spec.nodes, YamlNames(b, "nodes", c, total));
     spec.line = base::YamlLine(b);
     specs.push_back(std::move(spec));
   }
   if (specs.empty()) return ctx.Child("blocks").Error(blocks, "lists no blocks");
-  return BuildBlocks(specs, std::move(sizes), source, std::move(name));
+  return internal::BuildBlocks(specs, std::move(sizes), source, std::move(name));
 }
 
 Result<Cluster> SlurmYamlImpl(const YAML::Node& root, std::string_view source,
@@ -178,13 +168,13 @@ std::string WriteSlurmTopologyYaml(const Cluster& c) {
   out << YAML::Key << "topology" << YAML::Value;
   internal::EmitYamlString(out, c.name.empty() ? "default" : c.name);
   out << YAML::Key << "cluster_default" << YAML::Value << true;
-  if (WritesBlocks(c)) {
+  if (internal::WritesBlocks(c)) {
     out << YAML::Key << "block" << YAML::Value << YAML::BeginMap;
     if (!c.block_sizes.empty()) {
       out << YAML::Key << "block_sizes" << YAML::Value << c.block_sizes;
     }
     out << YAML::Key << "blocks" << YAML::Value << YAML::BeginSeq;
-    int level = BlockLevel(c);
+    int level = internal::BlockLevel(c);
     for (size_t s = 0; s < c.switches.size(); ++s) {
       if (c.switches[s].level != level) continue;
       std::vector<int> nodes = c.NodesUnder(static_cast<int>(s));
@@ -192,7 +182,7 @@ std::string WriteSlurmTopologyYaml(const Cluster& c) {
       internal::EmitYamlString(out, c.switches[s].name);
       if (!nodes.empty()) {
         out << YAML::Key << "nodes" << YAML::Value;
-        internal::EmitYamlString(out, SlurmHostlist(NodeNames(c, nodes)));
+        internal::EmitYamlString(out, internal::SlurmHostlist(internal::NodeNames(c, nodes)));
       }
       out << YAML::EndMap;
     }
@@ -205,18 +195,18 @@ std::string WriteSlurmTopologyYaml(const Cluster& c) {
       internal::EmitYamlString(out, s.name);
       if (!s.children.empty()) {
         out << YAML::Key << "children" << YAML::Value;
-        internal::EmitYamlString(out, SlurmHostlist(ChildNames(c, s)));
+        internal::EmitYamlString(out, internal::SlurmHostlist(internal::ChildNames(c, s)));
       }
       if (!s.nodes.empty()) {
         out << YAML::Key << "nodes" << YAML::Value;
-        internal::EmitYamlString(out, SlurmHostlist(NodeNames(c, s.nodes)));
+        internal::EmitYamlString(out, internal::SlurmHostlist(internal::NodeNames(c, s.nodes)));
       }
       out << YAML::EndMap;
     }
     out << YAML::EndSeq << YAML::EndMap;
   }
   out << YAML::EndMap << YAML::EndSeq;
-  return Header(c, "Slurm topology.yaml") + out.c_str() + "\n";
+  return internal::Header(c, "Slurm topology.yaml") + out.c_str() + "\n";
 }
 
 }  // namespace railyard::topo

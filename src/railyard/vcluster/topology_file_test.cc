@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
+#include <string>
+#include <utility>
+
 #include "railyard/base/files.h"
 #include "railyard/base/temp_dir_testing.h"
 #include "railyard/topo/load.h"
@@ -11,7 +15,15 @@
 namespace railyard::vcluster {
 namespace {
 
-ClusterState Make(ClusterSpec spec) {
+ClusterState Make(std::string prefix, Mode mode, int hosts, uint64_t leaf_rate,
+                  uint64_t spine_rate) {
+  ClusterSpec spec;
+  spec.prefix = std::move(prefix);
+  spec.mode = mode;
+  spec.hosts = hosts;
+  spec.leaves = 2;
+  spec.leaf_rate_bits = leaf_rate;
+  spec.spine_rate_bits = spine_rate;
   ClusterState s;
   s.plan = MakePlan(spec);
   s.created = "2026-11-30T19:00:00Z";
@@ -19,13 +31,7 @@ ClusterState Make(ClusterSpec spec) {
 }
 
 ClusterState Shaped() {
-  ClusterSpec spec;
-  spec.prefix = "ryt";
-  spec.hosts = 5;
-  spec.leaves = 2;
-  spec.leaf_rate_bits = 1'000'000'000;
-  spec.spine_rate_bits = 500'000'000;
-  ClusterState s = Make(spec);
+  ClusterState s = Make("ryt", Mode::kNetns, 5, 1'000'000'000, 500'000'000);
   // Degraded and cut links are the cluster's state, not its topology: the file keeps the
   // nominal rates.
   s.host_rates["node1"] = 100'000'000;
@@ -33,14 +39,7 @@ ClusterState Shaped() {
   return s;
 }
 
-ClusterState Unshaped() {
-  ClusterSpec spec;
-  spec.prefix = "rylo";
-  spec.mode = Mode::kLoopback;
-  spec.hosts = 3;
-  spec.leaves = 2;
-  return Make(spec);
-}
+ClusterState Unshaped() { return Make("rylo", Mode::kLoopback, 3, 0, 0); }
 
 // What `vcluster up` wrote for Shaped() and Unshaped() before it used topo's writer (schema
 // version 1): the new files must mean the same.
