@@ -49,6 +49,32 @@ bool ClearDirect(int fd, std::atomic<bool>& direct, std::mutex& mu, std::string_
   return true;
 }
 
+// Moves n bytes with `io(at)` (one pread or pwrite of bytes [at, n), returning its result),
+// retrying EINTR and, once, an EINVAL after `drop_direct` turned O_DIRECT off: some file
+// systems accept O_DIRECT at open and refuse it per transfer. Stops early when io returns 0
+// (the end of the file, for a read). Returns 0 or the errno; *done is how many bytes moved.
+template <typename Io, typename DropDirectFn>
+int Transfer(size_t n, const std::atomic<bool>& direct, Io io, DropDirectFn drop_direct,
+             size_t* done) {
+  *done = 0;
+  bool retried_buffered = false;
+  while (*done < n) {
+    const ssize_t r = io(*done);
+    if (r < 0) {
+      const int err = errno;
+      if (err == EINTR) continue;
+      if (err == EINVAL && direct.load() && !retried_buffered) {
+        retried_buffered = true;
+        if (drop_direct()) continue;
+      }
+      return err;
+    }
+    if (r == 0) break;
+    *done += static_cast<size_t>(r);
+  }
+  return 0;
+}
+
 class PosixWritableFile final : public WritableFile {
  public:
   PosixWritableFile(base::UniqueFd fd, std::string path, bool direct)
@@ -69,24 +95,17 @@ class PosixWritableFile final : public WritableFile {
   Status PWrite(uint64_t offset, const void* data, size_t n) override {
     const auto* p = static_cast<const uint8_t*>(data);
     size_t done = 0;
-    bool retried_buffered = false;
-    while (done < n) {
-      ssize_t w = ::pwrite(fd_.get(), p + done, n - done, static_cast<off_t>(offset + done));
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        // Some file systems accept O_DIRECT at open and refuse it per write; fall back once.
-        if (errno == EINVAL && direct_.load() && !retried_buffered) {
-          retried_buffered = true;
-          if (DropDirect()) continue;
-        }
-        return ErrnoStatus(errno, fmt::format("write to '{}' at bytes [{}, {})", path_,
-                                              offset + done, offset + n));
-      }
-      if (w == 0) {
-        return Internal("write to '{}' at byte {} wrote nothing", path_, offset + done);
-      }
-      done += static_cast<size_t>(w);
+    const int err = Transfer(
+        n, direct_,
+        [&](size_t at) {
+          return ::pwrite(fd_.get(), p + at, n - at, static_cast<off_t>(offset + at));
+        },
+        [&] { return DropDirect(); }, &done);
+    if (err != 0) {
+      return ErrnoStatus(
+          err, fmt::format("write to '{}' at bytes [{}, {})", path_, offset + done, offset + n));
     }
+    if (done < n) return Internal("write to '{}' at byte {} wrote nothing", path_, offset + done);
     return Status::Ok();
   }
 
@@ -194,24 +213,16 @@ class PosixReadableFile final : public ReadableFile {
  private:
   // Reads up to n bytes at `offset` into `out`, stopping early only at the end of the file.
   Status ReadUpTo(uint64_t offset, uint8_t* out, size_t n, size_t* got) const {
-    size_t done = 0;
-    bool retried_buffered = false;
-    while (done < n) {
-      ssize_t r = ::pread(fd_.get(), out + done, n - done, static_cast<off_t>(offset + done));
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        // Some file systems accept O_DIRECT at open and refuse it per read; fall back once.
-        if (errno == EINVAL && direct_.load() && !retried_buffered) {
-          retried_buffered = true;
-          if (DropDirect()) continue;
-        }
-        return ErrnoStatus(
-            errno, fmt::format("read of '{}' at bytes [{}, {})", path_, offset + done, offset + n));
-      }
-      if (r == 0) break;
-      done += static_cast<size_t>(r);
+    const int err = Transfer(
+        n, direct_,
+        [&](size_t at) {
+          return ::pread(fd_.get(), out + at, n - at, static_cast<off_t>(offset + at));
+        },
+        [&] { return DropDirect(); }, got);
+    if (err != 0) {
+      return ErrnoStatus(
+          err, fmt::format("read of '{}' at bytes [{}, {})", path_, offset + *got, offset + n));
     }
-    *got = done;
     return Status::Ok();
   }
 
