@@ -1,9 +1,14 @@
 #include "railyard/comm/communicator.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
+#include <deque>
+#include <functional>
+#include <mutex>
 #include <numeric>
 #include <span>
+#include <thread>
 
 #include "railyard/base/logging.h"
 #include "railyard/base/units.h"
@@ -69,7 +74,125 @@ constexpr net::Tag kCheckPhase = 200;
 
 }  // namespace
 
-struct Communicator::OpDesc {
+// The implementation behind Communicator: the transport, the sequence numbers and the
+// queue of non-blocking operations with the worker thread that runs them.
+class WorkImpl final : public Work {
+ public:
+  Status Wait() override {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return done_; });  // bounded: the operation has its own deadline
+    return status_;
+  }
+  bool Done() const override {
+    std::lock_guard lock(mu_);
+    return done_;
+  }
+  void Finish(Status status) {
+    {
+      std::lock_guard lock(mu_);
+      status_ = std::move(status);
+      done_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  Status status_;
+};
+
+class CommunicatorImpl final : public Communicator {
+ public:
+  CommunicatorImpl(std::unique_ptr<net::Transport> transport, CommOptions options);
+  ~CommunicatorImpl() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  net::Transport& transport() override { return *transport_; }
+
+  Status Send(const void* data, size_t count, DataType type, int peer,
+              CollectiveOptions options) override;
+  Status Recv(void* data, size_t count, DataType type, int peer,
+              CollectiveOptions options) override;
+  Status Barrier(CollectiveOptions options) override;
+  Status Broadcast(void* data, size_t count, DataType type, int root,
+                   CollectiveOptions options) override;
+  Status Reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root,
+                CollectiveOptions options) override;
+  Status Allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                   CollectiveOptions options) override;
+  Status ReduceScatter(const void* send, void* recv, size_t recv_count, DataType type, ReduceOp op,
+                       CollectiveOptions options) override;
+  Status Allgather(const void* send, void* recv, size_t send_count, DataType type,
+                   CollectiveOptions options) override;
+  Status Alltoall(const void* send, void* recv, size_t count, DataType type,
+                  CollectiveOptions options) override;
+
+  std::shared_ptr<Work> AllreduceAsync(const void* send, void* recv, size_t count, DataType type,
+                                       ReduceOp op, CollectiveOptions options) override;
+  std::shared_ptr<Work> AllgatherAsync(const void* send, void* recv, size_t send_count,
+                                       DataType type, CollectiveOptions options) override;
+  std::shared_ptr<Work> BroadcastAsync(void* data, size_t count, DataType type, int root,
+                                       CollectiveOptions options) override;
+  std::shared_ptr<Work> ReduceAsync(const void* send, void* recv, size_t count, DataType type,
+                                    ReduceOp op, int root, CollectiveOptions options) override;
+  std::shared_ptr<Work> ReduceScatterAsync(const void* send, void* recv, size_t recv_count,
+                                           DataType type, ReduceOp op,
+                                           CollectiveOptions options) override;
+  std::shared_ptr<Work> AlltoallAsync(const void* send, void* recv, size_t count, DataType type,
+                                      CollectiveOptions options) override;
+  std::shared_ptr<Work> BarrierAsync(CollectiveOptions options) override;
+  std::shared_ptr<Work> SendAsync(const void* data, size_t count, DataType type, int peer,
+                                  CollectiveOptions options) override;
+  std::shared_ptr<Work> RecvAsync(void* data, size_t count, DataType type, int peer,
+                                  CollectiveOptions options) override;
+
+  void Abort(std::string_view reason) override;
+  uint64_t sequence() const override { return seq_; }
+  void AttachHierarchy(std::unique_ptr<Communicator> local,
+                       std::unique_ptr<Communicator> leaders) override;
+  bool hierarchical() const override { return local_ != nullptr; }
+  size_t piece_bytes() const override { return piece_bytes_; }
+
+ private:
+  friend class Communicator;  // Create fills the ring positions and the piece size
+  struct OpDesc;
+  Status Run(const OpDesc& desc, const CollectiveOptions& options,
+             const std::function<Status(OpContext&)>& body);
+  Status CheckConsistency(OpContext& ctx, const OpDesc& desc);
+  Result<Algorithm> PickAlgorithm(std::string_view operation,
+                                  const CollectiveOptions& options) const;
+  Status Attribute(const OpDesc& desc, Status error, base::Clock::time_point start);
+  std::shared_ptr<Work> Submit(std::function<Status()> fn);
+  void DrainAsync();
+  void WorkerLoop();
+
+  std::unique_ptr<net::Transport> transport_;
+  CommOptions options_;
+  int rank_ = 0;
+  int size_ = 1;
+  size_t piece_bytes_ = 1 << 20;  // options_.piece_bytes, or the placement's choice
+  std::vector<int> position_;     // rank -> position in ring_order
+  uint64_t seq_ = 0;              // collectives issued (shared by all ranks: part of every tag)
+  uint64_t p2p_seq_ = 0;          // sends and receives issued by this rank, for messages
+  Status failed_;
+  std::vector<std::vector<char>> scratch_;
+  std::unique_ptr<Communicator> local_;    // ranks on this host
+  std::unique_ptr<Communicator> leaders_;  // one rank per host; null unless this is a leader
+
+  std::mutex op_mu_;  // one operation at a time
+  // Non-blocking operations: a FIFO run by one worker thread, started on first use.
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<std::function<void()>> queue_;
+  uint64_t submitted_ = 0, finished_ = 0;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+struct CommunicatorImpl::OpDesc {
   OpKind kind;
   DataType type = DataType::kU8;
   ReduceOp op = ReduceOp::kSum;
@@ -181,18 +304,7 @@ Result<CommOptions> CommOptions::FromEnvironment() {
   return o;
 }
 
-Status Work::Wait() {
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return done_; });  // bounded: the operation has its own deadline
-  return status_;
-}
-
-bool Work::Done() const {
-  std::lock_guard lock(mu_);
-  return done_;
-}
-
-Communicator::Communicator(std::unique_ptr<net::Transport> transport, CommOptions options)
+CommunicatorImpl::CommunicatorImpl(std::unique_ptr<net::Transport> transport, CommOptions options)
     : transport_(std::move(transport)), options_(std::move(options)) {
   rank_ = transport_->rank();
   size_ = transport_->size();
@@ -213,7 +325,7 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(
       return InvalidArgument("communicator: ring order must list each of the {} ranks once", n);
     }
   }
-  std::unique_ptr<Communicator> c(new Communicator(std::move(transport), std::move(options)));
+  auto c = std::make_unique<CommunicatorImpl>(std::move(transport), std::move(options));
   // Why two sizes: on 4 virtual hosts with 1 Gbit links, busbw MB/s at 1/2/4/16 MiB: 1 MiB
   // pieces 101/102/104/108, 128 KiB 107-111 at every size (64 KiB the same). On one host
   // over loopback the ring is CPU-bound and 64 KiB pieces halved busbw at 1 MiB.
@@ -225,10 +337,10 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(
   }
   c->position_.resize(n);
   for (int i = 0; i < n; ++i) c->position_[c->options_.ring_order[i]] = i;
-  return c;
+  return std::unique_ptr<Communicator>(std::move(c));
 }
 
-Communicator::~Communicator() {
+CommunicatorImpl::~CommunicatorImpl() {
   {
     std::lock_guard lock(queue_mu_);
     stopping_ = true;
@@ -237,7 +349,7 @@ Communicator::~Communicator() {
   if (worker_.joinable()) worker_.join();
 }
 
-Status Communicator::CheckConsistency(OpContext& ctx, const OpDesc& desc) {
+Status CommunicatorImpl::CheckConsistency(OpContext& ctx, const OpDesc& desc) {
   if (size_ == 1) return Status::Ok();
   WireDesc mine{static_cast<uint32_t>(desc.kind),
                 static_cast<uint32_t>(desc.type),
@@ -261,7 +373,8 @@ Status Communicator::CheckConsistency(OpContext& ctx, const OpDesc& desc) {
 }
 
 // Turns a transport error into one that names the culprit, and tells every rank.
-Status Communicator::Attribute(const OpDesc& desc, Status error, base::Clock::time_point start) {
+Status CommunicatorImpl::Attribute(const OpDesc& desc, Status error,
+                                   base::Clock::time_point start) {
   std::string what = desc.Describe(desc.collective ? seq_ : p2p_seq_, Algorithm::kAuto);
   if (!options_.group_name.empty()) {
     // Peers carry their job-wide ranks when the bootstrap built the group; otherwise the
@@ -315,8 +428,8 @@ Status Communicator::Attribute(const OpDesc& desc, Status error, base::Clock::ti
                                   base::FormatDuration(options_.timeout), culprit));
 }
 
-Status Communicator::Run(const OpDesc& desc, const CollectiveOptions& options,
-                         const std::function<Status(OpContext&)>& body) {
+Status CommunicatorImpl::Run(const OpDesc& desc, const CollectiveOptions& options,
+                             const std::function<Status(OpContext&)>& body) {
   std::lock_guard lock(op_mu_);
   if (!failed_.ok()) return failed_;
   auto timeout = options.timeout.value_or(options_.timeout);
@@ -367,8 +480,8 @@ Status Communicator::Run(const OpDesc& desc, const CollectiveOptions& options,
 // The call's algorithm if it names one (INVALID_ARGUMENT if `operation` cannot run it), else
 // the communicator's default where `operation` can run that (RAILYARD_COMM_ALGO is one
 // choice for the whole job, so collectives it does not fit keep kAuto), else kAuto.
-Result<Algorithm> Communicator::PickAlgorithm(std::string_view operation,
-                                              const CollectiveOptions& options) const {
+Result<Algorithm> CommunicatorImpl::PickAlgorithm(std::string_view operation,
+                                                  const CollectiveOptions& options) const {
   if (options.algorithm != Algorithm::kAuto) {
     RY_RETURN_IF_ERROR(CheckAlgorithm(operation, options.algorithm));
     return options.algorithm;
@@ -377,8 +490,8 @@ Result<Algorithm> Communicator::PickAlgorithm(std::string_view operation,
   return Algorithm::kAuto;
 }
 
-Status Communicator::Send(const void* data, size_t count, DataType type, int peer_rank,
-                          CollectiveOptions options) {
+Status CommunicatorImpl::Send(const void* data, size_t count, DataType type, int peer_rank,
+                              CollectiveOptions options) {
   DrainAsync();
   OpDesc d{OpKind::kSend, type, ReduceOp::kSum, peer_rank, count, false};
   if (peer_rank < 0 || peer_rank >= size_) {
@@ -392,8 +505,8 @@ Status Communicator::Send(const void* data, size_t count, DataType type, int pee
   });
 }
 
-Status Communicator::Recv(void* data, size_t count, DataType type, int peer_rank,
-                          CollectiveOptions options) {
+Status CommunicatorImpl::Recv(void* data, size_t count, DataType type, int peer_rank,
+                              CollectiveOptions options) {
   DrainAsync();
   OpDesc d{OpKind::kRecv, type, ReduceOp::kSum, peer_rank, count, false};
   if (peer_rank < 0 || peer_rank >= size_) {
@@ -411,14 +524,14 @@ Status Communicator::Recv(void* data, size_t count, DataType type, int peer_rank
   });
 }
 
-Status Communicator::Barrier(CollectiveOptions options) {
+Status CommunicatorImpl::Barrier(CollectiveOptions options) {
   DrainAsync();
   RY_RETURN_IF_ERROR(PickAlgorithm("barrier", options).status());
   return Run({OpKind::kBarrier}, options, [&](OpContext& c) { return DisseminationBarrier(c); });
 }
 
-Status Communicator::Broadcast(void* data, size_t count, DataType type, int root,
-                               CollectiveOptions options) {
+Status CommunicatorImpl::Broadcast(void* data, size_t count, DataType type, int root,
+                                   CollectiveOptions options) {
   DrainAsync();
   if (root < 0 || root >= size_) {
     return InvalidArgument("broadcast: root {} is outside world size {}", root, size_);
@@ -435,8 +548,8 @@ Status Communicator::Broadcast(void* data, size_t count, DataType type, int root
   });
 }
 
-Status Communicator::Reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
-                            int root, CollectiveOptions options) {
+Status CommunicatorImpl::Reduce(const void* send, void* recv, size_t count, DataType type,
+                                ReduceOp op, int root, CollectiveOptions options) {
   DrainAsync();
   if (root < 0 || root >= size_) {
     return InvalidArgument("reduce: root {} is outside world size {}", root, size_);
@@ -449,8 +562,8 @@ Status Communicator::Reduce(const void* send, void* recv, size_t count, DataType
   });
 }
 
-Status Communicator::Allreduce(const void* send, void* recv, size_t count, DataType type,
-                               ReduceOp op, CollectiveOptions options) {
+Status CommunicatorImpl::Allreduce(const void* send, void* recv, size_t count, DataType type,
+                                   ReduceOp op, CollectiveOptions options) {
   DrainAsync();
   OpDesc d{OpKind::kAllreduce, type, op, -1, count};
   RY_ASSIGN_OR_RETURN(Algorithm a, PickAlgorithm("allreduce", options));
@@ -491,8 +604,8 @@ Status Communicator::Allreduce(const void* send, void* recv, size_t count, DataT
   });
 }
 
-Status Communicator::ReduceScatter(const void* send, void* recv, size_t recv_count, DataType type,
-                                   ReduceOp op, CollectiveOptions options) {
+Status CommunicatorImpl::ReduceScatter(const void* send, void* recv, size_t recv_count,
+                                       DataType type, ReduceOp op, CollectiveOptions options) {
   DrainAsync();
   OpDesc d{OpKind::kReduceScatter, type, op, -1, recv_count};
   RY_RETURN_IF_ERROR(PickAlgorithm("reduce_scatter", options).status());
@@ -502,8 +615,8 @@ Status Communicator::ReduceScatter(const void* send, void* recv, size_t recv_cou
   });
 }
 
-Status Communicator::Allgather(const void* send, void* recv, size_t send_count, DataType type,
-                               CollectiveOptions options) {
+Status CommunicatorImpl::Allgather(const void* send, void* recv, size_t send_count, DataType type,
+                                   CollectiveOptions options) {
   DrainAsync();
   OpDesc d{OpKind::kAllgather, type, ReduceOp::kSum, -1, send_count};
   RY_RETURN_IF_ERROR(PickAlgorithm("allgather", options).status());
@@ -513,8 +626,8 @@ Status Communicator::Allgather(const void* send, void* recv, size_t send_count, 
   });
 }
 
-Status Communicator::Alltoall(const void* send, void* recv, size_t count, DataType type,
-                              CollectiveOptions options) {
+Status CommunicatorImpl::Alltoall(const void* send, void* recv, size_t count, DataType type,
+                                  CollectiveOptions options) {
   DrainAsync();
   if (send == recv && size_ > 1 && count > 0) {
     return InvalidArgument("alltoall: in-place (send == recv) is not supported; pass two buffers");
@@ -527,13 +640,13 @@ Status Communicator::Alltoall(const void* send, void* recv, size_t count, DataTy
   });
 }
 
-void Communicator::AttachHierarchy(std::unique_ptr<Communicator> local,
-                                   std::unique_ptr<Communicator> leaders) {
+void CommunicatorImpl::AttachHierarchy(std::unique_ptr<Communicator> local,
+                                       std::unique_ptr<Communicator> leaders) {
   local_ = std::move(local);
   leaders_ = std::move(leaders);
 }
 
-void Communicator::Abort(std::string_view reason) {
+void CommunicatorImpl::Abort(std::string_view reason) {
   std::string why = fmt::format("rank {} called abort: {}", rank_, reason);
   transport_->Abort(why, base::Deadline::After(kAbortBudget));
   // Ranks of this host may be waiting inside the hierarchical allreduce's sub-groups, whose
@@ -542,32 +655,24 @@ void Communicator::Abort(std::string_view reason) {
   if (leaders_) leaders_->transport().Abort(why, base::Deadline::After(kAbortBudget));
 }
 
-std::shared_ptr<Work> Communicator::Submit(std::function<Status()> fn) {
-  auto work = std::make_shared<Work>();
+std::shared_ptr<Work> CommunicatorImpl::Submit(std::function<Status()> fn) {
+  auto work = std::make_shared<WorkImpl>();
   std::lock_guard lock(queue_mu_);
   if (!worker_.joinable()) worker_ = std::thread([this] { WorkerLoop(); });
   ++submitted_;
-  queue_.push_back([work, fn = std::move(fn)] {
-    Status st = fn();
-    {
-      std::lock_guard l(work->mu_);
-      work->status_ = st;
-      work->done_ = true;
-    }
-    work->cv_.notify_all();
-  });
+  queue_.push_back([work, fn = std::move(fn)] { work->Finish(fn()); });
   queue_cv_.notify_all();
   return work;
 }
 
 // Blocking calls wait for earlier non-blocking ones: every rank must see the same order.
-void Communicator::DrainAsync() {
+void CommunicatorImpl::DrainAsync() {
   if (std::this_thread::get_id() == worker_.get_id()) return;
   std::unique_lock lock(queue_mu_);
   queue_cv_.wait(lock, [&] { return finished_ == submitted_; });
 }
 
-void Communicator::WorkerLoop() {
+void CommunicatorImpl::WorkerLoop() {
   std::unique_lock lock(queue_mu_);
   for (;;) {
     queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -582,50 +687,51 @@ void Communicator::WorkerLoop() {
   }
 }
 
-std::shared_ptr<Work> Communicator::AllreduceAsync(const void* send, void* recv, size_t count,
-                                                   DataType type, ReduceOp op,
-                                                   CollectiveOptions options) {
+std::shared_ptr<Work> CommunicatorImpl::AllreduceAsync(const void* send, void* recv, size_t count,
+                                                       DataType type, ReduceOp op,
+                                                       CollectiveOptions options) {
   return Submit([=, this] { return Allreduce(send, recv, count, type, op, options); });
 }
 
-std::shared_ptr<Work> Communicator::AllgatherAsync(const void* send, void* recv, size_t send_count,
-                                                   DataType type, CollectiveOptions options) {
+std::shared_ptr<Work> CommunicatorImpl::AllgatherAsync(const void* send, void* recv,
+                                                       size_t send_count, DataType type,
+                                                       CollectiveOptions options) {
   return Submit([=, this] { return Allgather(send, recv, send_count, type, options); });
 }
 
-std::shared_ptr<Work> Communicator::BroadcastAsync(void* data, size_t count, DataType type,
-                                                   int root, CollectiveOptions options) {
+std::shared_ptr<Work> CommunicatorImpl::BroadcastAsync(void* data, size_t count, DataType type,
+                                                       int root, CollectiveOptions options) {
   return Submit([=, this] { return Broadcast(data, count, type, root, options); });
 }
 
-std::shared_ptr<Work> Communicator::ReduceAsync(const void* send, void* recv, size_t count,
-                                                DataType type, ReduceOp op, int root,
-                                                CollectiveOptions options) {
+std::shared_ptr<Work> CommunicatorImpl::ReduceAsync(const void* send, void* recv, size_t count,
+                                                    DataType type, ReduceOp op, int root,
+                                                    CollectiveOptions options) {
   return Submit([=, this] { return Reduce(send, recv, count, type, op, root, options); });
 }
 
-std::shared_ptr<Work> Communicator::ReduceScatterAsync(const void* send, void* recv,
-                                                       size_t recv_count, DataType type,
-                                                       ReduceOp op, CollectiveOptions options) {
+std::shared_ptr<Work> CommunicatorImpl::ReduceScatterAsync(const void* send, void* recv,
+                                                           size_t recv_count, DataType type,
+                                                           ReduceOp op, CollectiveOptions options) {
   return Submit([=, this] { return ReduceScatter(send, recv, recv_count, type, op, options); });
 }
 
-std::shared_ptr<Work> Communicator::AlltoallAsync(const void* send, void* recv, size_t count,
-                                                  DataType type, CollectiveOptions options) {
+std::shared_ptr<Work> CommunicatorImpl::AlltoallAsync(const void* send, void* recv, size_t count,
+                                                      DataType type, CollectiveOptions options) {
   return Submit([=, this] { return Alltoall(send, recv, count, type, options); });
 }
 
-std::shared_ptr<Work> Communicator::BarrierAsync(CollectiveOptions options) {
+std::shared_ptr<Work> CommunicatorImpl::BarrierAsync(CollectiveOptions options) {
   return Submit([=, this] { return Barrier(options); });
 }
 
-std::shared_ptr<Work> Communicator::SendAsync(const void* data, size_t count, DataType type,
-                                              int peer_rank, CollectiveOptions options) {
+std::shared_ptr<Work> CommunicatorImpl::SendAsync(const void* data, size_t count, DataType type,
+                                                  int peer_rank, CollectiveOptions options) {
   return Submit([=, this] { return Send(data, count, type, peer_rank, options); });
 }
 
-std::shared_ptr<Work> Communicator::RecvAsync(void* data, size_t count, DataType type,
-                                              int peer_rank, CollectiveOptions options) {
+std::shared_ptr<Work> CommunicatorImpl::RecvAsync(void* data, size_t count, DataType type,
+                                                  int peer_rank, CollectiveOptions options) {
   return Submit([=, this] { return Recv(data, count, type, peer_rank, options); });
 }
 

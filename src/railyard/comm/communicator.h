@@ -30,14 +30,9 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
-#include <deque>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "railyard/base/clock.h"
@@ -79,8 +74,8 @@ struct CommOptions {
   // by placement (PiecesFor): 1 MiB when every rank is on one host, where the ring is bound
   // by CPU and each piece costs a wake-up; 128 KiB when it crosses hosts, where smaller
   // pieces let a step start before the previous one has fully arrived (docs/comm.md).
-  size_t piece_bytes = 0;  // RAILYARD_COMM_PIECE
-  std::vector<int> ring_order;   // empty: 0, 1, ..., n-1
+  size_t piece_bytes = 0;       // RAILYARD_COMM_PIECE
+  std::vector<int> ring_order;  // empty: 0, 1, ..., n-1
   // Names a sub-communicator in messages ("ranks on node3", "host leaders"); its ranks are
   // numbered within it, so messages say which group the numbers belong to.
   std::string group_name;
@@ -98,132 +93,98 @@ struct CollectiveOptions {
 // A non-blocking operation in flight.
 class Work {
  public:
+  virtual ~Work() = default;
   // Waits for the operation to finish; returns its status. Bounded by the operation's own
   // deadline. May be called more than once.
-  Status Wait();
-  bool Done() const;
-
- private:
-  friend class Communicator;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  Status status_;
+  virtual Status Wait() = 0;
+  virtual bool Done() const = 0;
 };
 
+// The interface; Create returns the implementation (communicator.cc), whose locks, queue and
+// worker thread stay out of this header.
 class Communicator {
  public:
   // Takes a started transport. Fails INVALID_ARGUMENT for a ring_order that is not a
   // permutation of the ranks.
   static Result<std::unique_ptr<Communicator>> Create(std::unique_ptr<net::Transport> transport,
                                                       CommOptions options);
-  ~Communicator();
+  // Waits for queued non-blocking operations to finish.
+  virtual ~Communicator() = default;
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-  net::Transport& transport() { return *transport_; }
-  const net::PeerInfo& peer(int rank) const { return transport_->peer(rank); }
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual net::Transport& transport() = 0;
+  const net::PeerInfo& peer(int rank) { return transport().peer(rank); }
 
   // Point to point. Matched by (peer, order of calls).
-  Status Send(const void* data, size_t count, DataType type, int peer,
-              CollectiveOptions options = {});
-  Status Recv(void* data, size_t count, DataType type, int peer, CollectiveOptions options = {});
+  virtual Status Send(const void* data, size_t count, DataType type, int peer,
+                      CollectiveOptions options = {}) = 0;
+  virtual Status Recv(void* data, size_t count, DataType type, int peer,
+                      CollectiveOptions options = {}) = 0;
 
-  Status Barrier(CollectiveOptions options = {});
+  virtual Status Barrier(CollectiveOptions options = {}) = 0;
   // root's `data` to every rank's `data`.
-  Status Broadcast(void* data, size_t count, DataType type, int root,
-                   CollectiveOptions options = {});
+  virtual Status Broadcast(void* data, size_t count, DataType type, int root,
+                           CollectiveOptions options = {}) = 0;
   // Reduction of every rank's `send` into root's `recv` (`recv` unused elsewhere).
-  Status Reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op, int root,
-                CollectiveOptions options = {});
+  virtual Status Reduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                        int root, CollectiveOptions options = {}) = 0;
   // `send` may equal `recv` (in place).
-  Status Allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
-                   CollectiveOptions options = {});
+  virtual Status Allreduce(const void* send, void* recv, size_t count, DataType type, ReduceOp op,
+                           CollectiveOptions options = {}) = 0;
   // `send` holds size() blocks of `recv_count`; rank r receives the reduction of block r.
   // In place (as in NCCL): `recv` == `send` + rank() * recv_count.
-  Status ReduceScatter(const void* send, void* recv, size_t recv_count, DataType type,
-                       ReduceOp op, CollectiveOptions options = {});
+  virtual Status ReduceScatter(const void* send, void* recv, size_t recv_count, DataType type,
+                               ReduceOp op, CollectiveOptions options = {}) = 0;
   // Every rank's `send_count` elements, concatenated by rank, into every rank's `recv`.
   // In place (as in NCCL): `send` == `recv` + rank() * send_count.
-  Status Allgather(const void* send, void* recv, size_t send_count, DataType type,
-                   CollectiveOptions options = {});
+  virtual Status Allgather(const void* send, void* recv, size_t send_count, DataType type,
+                           CollectiveOptions options = {}) = 0;
   // Block j of `send` (count elements) goes to rank j; block i of `recv` comes from rank i.
-  Status Alltoall(const void* send, void* recv, size_t count, DataType type,
-                  CollectiveOptions options = {});
+  virtual Status Alltoall(const void* send, void* recv, size_t count, DataType type,
+                          CollectiveOptions options = {}) = 0;
 
   // Non-blocking variants: queue the operation and return at once; buffers must stay valid
   // until Work::Wait returns.
-  std::shared_ptr<Work> AllreduceAsync(const void* send, void* recv, size_t count, DataType type,
-                                       ReduceOp op, CollectiveOptions options = {});
-  std::shared_ptr<Work> AllgatherAsync(const void* send, void* recv, size_t send_count,
-                                       DataType type, CollectiveOptions options = {});
-  std::shared_ptr<Work> BroadcastAsync(void* data, size_t count, DataType type, int root,
-                                       CollectiveOptions options = {});
-  std::shared_ptr<Work> ReduceAsync(const void* send, void* recv, size_t count, DataType type,
-                                    ReduceOp op, int root, CollectiveOptions options = {});
-  std::shared_ptr<Work> ReduceScatterAsync(const void* send, void* recv, size_t recv_count,
-                                           DataType type, ReduceOp op,
-                                           CollectiveOptions options = {});
-  std::shared_ptr<Work> AlltoallAsync(const void* send, void* recv, size_t count, DataType type,
-                                      CollectiveOptions options = {});
-  std::shared_ptr<Work> BarrierAsync(CollectiveOptions options = {});
+  virtual std::shared_ptr<Work> AllreduceAsync(const void* send, void* recv, size_t count,
+                                               DataType type, ReduceOp op,
+                                               CollectiveOptions options = {}) = 0;
+  virtual std::shared_ptr<Work> AllgatherAsync(const void* send, void* recv, size_t send_count,
+                                               DataType type, CollectiveOptions options = {}) = 0;
+  virtual std::shared_ptr<Work> BroadcastAsync(void* data, size_t count, DataType type, int root,
+                                               CollectiveOptions options = {}) = 0;
+  virtual std::shared_ptr<Work> ReduceAsync(const void* send, void* recv, size_t count,
+                                            DataType type, ReduceOp op, int root,
+                                            CollectiveOptions options = {}) = 0;
+  virtual std::shared_ptr<Work> ReduceScatterAsync(const void* send, void* recv, size_t recv_count,
+                                                   DataType type, ReduceOp op,
+                                                   CollectiveOptions options = {}) = 0;
+  virtual std::shared_ptr<Work> AlltoallAsync(const void* send, void* recv, size_t count,
+                                              DataType type, CollectiveOptions options = {}) = 0;
+  virtual std::shared_ptr<Work> BarrierAsync(CollectiveOptions options = {}) = 0;
   // Point to point, in the same queue: a rank's queued operations run one at a time in the
   // order issued, so order sends and receives as blocking calls would have to be ordered.
-  std::shared_ptr<Work> SendAsync(const void* data, size_t count, DataType type, int peer,
-                                  CollectiveOptions options = {});
-  std::shared_ptr<Work> RecvAsync(void* data, size_t count, DataType type, int peer,
-                                  CollectiveOptions options = {});
+  virtual std::shared_ptr<Work> SendAsync(const void* data, size_t count, DataType type, int peer,
+                                          CollectiveOptions options = {}) = 0;
+  virtual std::shared_ptr<Work> RecvAsync(void* data, size_t count, DataType type, int peer,
+                                          CollectiveOptions options = {}) = 0;
 
   // Ends the job: every rank's current and next calls fail ABORTED naming this rank and
   // `reason`.
-  void Abort(std::string_view reason);
+  virtual void Abort(std::string_view reason) = 0;
 
   // Operations issued so far (the sequence number of the next one).
-  uint64_t sequence() const { return seq_; }
+  virtual uint64_t sequence() const = 0;
 
   // Enables the hierarchical allreduce: `local` spans the ranks on this host (its rank 0 is
   // the host's leader), `leaders` spans one leader per host (null on non-leaders). Both must
   // be built the same way on every rank of the job. comm/bootstrap.h does this when ranks
   // share hosts.
-  void AttachHierarchy(std::unique_ptr<Communicator> local, std::unique_ptr<Communicator> leaders);
-  bool hierarchical() const { return local_ != nullptr; }
+  virtual void AttachHierarchy(std::unique_ptr<Communicator> local,
+                               std::unique_ptr<Communicator> leaders) = 0;
+  virtual bool hierarchical() const = 0;
   // The ring's piece size in use (CommOptions::piece_bytes, or the placement's choice).
-  size_t piece_bytes() const { return piece_bytes_; }
-
- private:
-  struct OpDesc;
-  Communicator(std::unique_ptr<net::Transport> transport, CommOptions options);
-  Status Run(const OpDesc& desc, const CollectiveOptions& options,
-             const std::function<Status(struct OpContext&)>& body);
-  Status CheckConsistency(OpContext& ctx, const OpDesc& desc);
-  Result<Algorithm> PickAlgorithm(std::string_view operation,
-                                  const CollectiveOptions& options) const;
-  size_t piece_bytes_ = 1 << 20;  // options_.piece_bytes, or the placement's choice
-  Status Attribute(const OpDesc& desc, Status error, base::Clock::time_point start);
-  std::shared_ptr<Work> Submit(std::function<Status()> fn);
-  void DrainAsync();
-  void WorkerLoop();
-
-  std::unique_ptr<net::Transport> transport_;
-  CommOptions options_;
-  int rank_ = 0;
-  int size_ = 1;
-  std::vector<int> position_;  // rank -> position in ring_order
-  uint64_t seq_ = 0;      // collectives issued (shared by all ranks: part of every tag)
-  uint64_t p2p_seq_ = 0;  // sends and receives issued by this rank, for messages
-  Status failed_;
-  std::vector<std::vector<char>> scratch_;
-  std::unique_ptr<Communicator> local_;    // ranks on this host
-  std::unique_ptr<Communicator> leaders_;  // one rank per host; null unless this is a leader
-
-  std::mutex op_mu_;  // one operation at a time
-  // Non-blocking operations: a FIFO run by one worker thread, started on first use.
-  std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
-  std::deque<std::function<void()>> queue_;
-  uint64_t submitted_ = 0, finished_ = 0;
-  bool stopping_ = false;
-  std::thread worker_;
+  virtual size_t piece_bytes() const = 0;
 };
 
 }  // namespace railyard::comm
