@@ -9,7 +9,7 @@
 //
 // A message longer than a chunk is split across TcpOptions::streams_per_peer connections so
 // one TCP connection does not cap bandwidth; the first chunk of every message travels on
-// stream 0, which fixes the order in which messages are matched (see tcp_transport.cc).
+// stream 0, which fixes the order in which messages are matched (see connection.h).
 //
 // Every connection proves the job secret: the acceptor sends a random nonce, the connector
 // answers HMAC-SHA-256(secret, nonce and both ranks); a wrong answer is refused and logged
