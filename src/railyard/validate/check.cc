@@ -78,22 +78,35 @@ std::optional<Outcome> Gate(const CheckInfo& info, const Profile& profile, const
 Outcome Judge(const CheckInfo& info, const CheckSettings& settings, double measured,
               std::string_view what, const References& refs) {
   const char* side = info.higher_is_better ? "below" : "above";
+  std::string expected;  // "fail < 1 MiB, warn < 4 MiB", for the report's expected column
+  for (auto [bound, name] :
+       {std::pair{&settings.fail, "fail"}, std::pair{&settings.warn, "warn"}}) {
+    if (!*bound) continue;
+    Result<double> b = Bound(**bound, refs);
+    expected += fmt::format("{}{} {} {}", expected.empty() ? "" : ", ", name,
+                            info.higher_is_better ? "<" : ">",
+                            b.ok() ? FormatValue(*b, info.unit) : (*bound)->text);
+  }
+  std::string value = FormatValue(measured, info.unit);
   for (auto [bound, verdict] :
        {std::pair{&settings.fail, Verdict::kFail}, std::pair{&settings.warn, Verdict::kWarn}}) {
     if (!*bound) continue;
     Result<bool> breached = Breaches(**bound, info.higher_is_better, measured, refs);
-    if (!breached.ok())
-      return Outcome::Unknown(fmt::format("{}: {}", what, breached.status().message()));
+    if (!breached.ok()) {
+      return Outcome::Unknown(fmt::format("{}: {}", what, breached.status().message()))
+          .With(value, expected);
+    }
     if (*breached) {
       double b = *Bound(**bound, refs);
       std::string limit = FormatValue(b, info.unit);
       if ((*bound)->kind != Threshold::Kind::kAbsolute)
         limit += fmt::format(" ({})", (*bound)->text);
-      return {verdict, fmt::format("{}, {} {} limit {}", what, side,
-                                   verdict == Verdict::kFail ? "fail" : "warn", limit)};
+      return Outcome{verdict, fmt::format("{}, {} {} limit {}", what, side,
+                                          verdict == Verdict::kFail ? "fail" : "warn", limit)}
+          .With(value, expected);
     }
   }
-  return Outcome::Pass(std::string(what));
+  return Outcome::Pass(std::string(what)).With(value, expected);
 }
 
 }  // namespace railyard::validate

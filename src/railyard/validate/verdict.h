@@ -37,12 +37,23 @@ Verdict WorseOf(Verdict a, Verdict b);
 struct Outcome {
   Verdict verdict = Verdict::kUnknown;
   std::string reason;
+  // For tables and reports, when the check measured something: "64 KiB", and what it was held
+  // to: "unlimited", "fail < 1 MiB". Empty otherwise.
+  std::string measured;
+  std::string expected;
 
   static Outcome Pass(std::string reason = {}) { return {Verdict::kPass, std::move(reason)}; }
   static Outcome Warn(std::string reason) { return {Verdict::kWarn, std::move(reason)}; }
   static Outcome Fail(std::string reason) { return {Verdict::kFail, std::move(reason)}; }
   static Outcome Unknown(std::string reason) { return {Verdict::kUnknown, std::move(reason)}; }
   static Outcome Skipped(std::string reason) { return {Verdict::kSkipped, std::move(reason)}; }
+
+  // This outcome with its measured and expected values set.
+  Outcome With(std::string measured_value, std::string expected_value) && {
+    measured = std::move(measured_value);
+    expected = std::move(expected_value);
+    return std::move(*this);
+  }
 
   int ExitCode() const { return VerdictExitCode(verdict); }
   // "FAIL: memlock limit is 64 KiB, expected unlimited" (NHC's one-line form); "PASS" alone

@@ -3,11 +3,36 @@
 
 namespace railyard::validate {
 
-std::unique_ptr<Check> NewMemlockCheck();  // checks/memlock.cc
-std::unique_ptr<Check> NewSwapCheck();     // checks/swap.cc
+std::unique_ptr<Check> NewCpuGovernorCheck();      // checks/cpu_governor.cc
+std::unique_ptr<Check> NewCpusCheck();             // checks/cpus.cc
+std::unique_ptr<Check> NewFabricProvidersCheck();  // checks/fabric_providers.cc
+std::unique_ptr<Check> NewFreeSpaceCheck();        // checks/free_space.cc
+std::unique_ptr<Check> NewGpuCountCheck();         // checks/gpu_count.cc
+std::unique_ptr<Check> NewGpuHealthCheck();        // checks/gpu_health.cc
+std::unique_ptr<Check> NewHugepagesCheck();        // checks/hugepages.cc
+std::unique_ptr<Check> NewIbPortsCheck();          // checks/ib_ports.cc
+std::unique_ptr<Check> NewMemlockCheck();          // checks/memlock.cc
+std::unique_ptr<Check> NewMemoryCheck();           // checks/memory.cc
+std::unique_ptr<Check> NewMountsCheck();           // checks/mounts.cc
+std::unique_ptr<Check> NewSwapCheck();             // checks/swap.cc
+std::unique_ptr<Check> NewSysctlCheck();           // checks/sysctl.cc
 
 Status RegisterBuiltinChecks(CheckRegistry& registry) {
-  for (auto factory : {NewMemlockCheck, NewSwapCheck}) {
+  for (auto factory : {
+           NewCpuGovernorCheck,
+           NewCpusCheck,
+           NewFabricProvidersCheck,
+           NewFreeSpaceCheck,
+           NewGpuCountCheck,
+           NewGpuHealthCheck,
+           NewHugepagesCheck,
+           NewIbPortsCheck,
+           NewMemlockCheck,
+           NewMemoryCheck,
+           NewMountsCheck,
+           NewSwapCheck,
+           NewSysctlCheck,
+       }) {
     RY_RETURN_IF_ERROR(registry.Register(factory()));
   }
   return Status::Ok();

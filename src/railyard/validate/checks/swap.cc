@@ -2,33 +2,13 @@
 // takes part in, so any use warns and a large amount fails. Reads /proc/meminfo.
 #include <fmt/format.h>
 
-#include <charconv>
 #include <optional>
 
-#include "railyard/base/strings.h"
 #include "railyard/validate/check.h"
+#include "railyard/validate/internal/proc_text.h"
 
 namespace railyard::validate {
 namespace {
-
-// The value in bytes of a "Key:   1234 kB" line of /proc/meminfo.
-std::optional<uint64_t> MeminfoBytes(std::string_view text, std::string_view key) {
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t end = text.find('\n', at);
-    std::string_view line = text.substr(at, end == text.npos ? text.npos : end - at);
-    at = end == text.npos ? text.size() : end + 1;
-    if (!line.starts_with(key) || line.size() <= key.size() || line[key.size()] != ':') continue;
-    std::string_view rest = base::StripAsciiWhitespace(line.substr(key.size() + 1));
-    uint64_t v = 0;
-    auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), v);
-    if (ec != std::errc()) return std::nullopt;
-    std::string_view unit = base::StripAsciiWhitespace(rest.substr(p - rest.data()));
-    if (unit == "kB") return v * 1024;
-    return unit.empty() ? std::optional<uint64_t>(v) : std::nullopt;
-  }
-  return std::nullopt;
-}
 
 class SwapCheck final : public BasicCheck {
  public:
@@ -47,8 +27,8 @@ class SwapCheck final : public BasicCheck {
     constexpr const char* kPath = "/proc/meminfo";
     Result<std::string> text = ctx.env->ReadFile(kPath);
     if (!text.ok()) return Outcome::Unknown(text.status().message());
-    std::optional<uint64_t> total = MeminfoBytes(*text, "SwapTotal");
-    std::optional<uint64_t> free = MeminfoBytes(*text, "SwapFree");
+    std::optional<uint64_t> total = internal::MeminfoValue(*text, "SwapTotal");
+    std::optional<uint64_t> free = internal::MeminfoValue(*text, "SwapFree");
     if (!total || !free || *free > *total) {
       return Outcome::Unknown(fmt::format("{}: no readable SwapTotal and SwapFree", kPath));
     }
