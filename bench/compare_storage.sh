@@ -20,7 +20,7 @@
 #     not part of the ratio;
 #   railyard bench ckpt --ranks R --size SIZE --steps K (and --direct for O_DIRECT), once per
 #     name in --xxh3: "default" (the checksum implementation Railyard picks), or a value of
-#     RAILYARD_XXH3 ("library", "baseline", "avx2") to compare implementations;
+#     `bench ckpt --xxh3` ("library", "baseline", "avx2") to compare implementations;
 # and prints the medians, and the median over the repetitions of railyard / the better raw fio
 # (psync or Railyard's terms) of the same repetition (a ratio per pair: neighbours in time
 # share the machine's state), with its range. The runs of a repetition are interleaved, and
@@ -142,13 +142,13 @@ fio_pair() {  # $1 = direct, $2 = psync|equal|work
 
 railyard_pair() {  # $1 = --xxh3 name, $@ = extra flags; sets W and R
   local impl=$1; shift
-  local env=()
-  [ "$impl" != default ] && env=(RAILYARD_XXH3="$impl")
+  local xxh3=()
+  [ "$impl" != default ] && xxh3=(--xxh3 "$impl")
   rm -rf "$DIR/ckpt"
   [ "$COLD" = 1 ] && drop_caches
   # (bench ckpt drops the cache itself before its read phase, then waits as long)
   local out
-  out=$(env "${env[@]}" "$RAILYARD" bench ckpt --ranks "$RANKS" --size "$SIZE" --steps "$STEPS" \
+  out=$("$RAILYARD" bench ckpt "${xxh3[@]}" --ranks "$RANKS" --size "$SIZE" --steps "$STEPS" \
         --dir "$DIR/ckpt" "$@" --read-settle "${SETTLE}s" --json 2>/dev/null)
   W=$(echo "$out" | sed -E 's/.*"write_gbps":([0-9.eE+-]+).*/\1/' | awk '{printf "%.3f", $1}')
   R=$(echo "$out" | sed -E 's/.*"read_gbps":([0-9.eE+-]+).*/\1/' | awk '{printf "%.3f", $1}')

@@ -1,6 +1,6 @@
 #include "railyard/base/checksum.h"
 
-#include <cstdlib>
+#include <atomic>
 #include <new>
 
 #include "railyard/base/checksum_variants.h"
@@ -34,17 +34,26 @@ const Xxh3Variant* Xxh3Avx2() {
   return nullptr;
 }
 
-const Xxh3Variant& Xxh3Choose(const char* env) {
-  const std::string_view want = env != nullptr ? env : "";
-  if (want == "library") return Xxh3Library();
-  if (want == "baseline") return Xxh3Baseline();
+namespace {
+// Set at most once per process, by a benchmark before it hashes anything.
+std::atomic<const Xxh3Variant*> g_chosen{nullptr};
+}  // namespace
+
+const Xxh3Variant& Xxh3Best() {
   const Xxh3Variant* avx2 = Xxh3Avx2();
   return avx2 != nullptr ? *avx2 : Xxh3Baseline();
 }
 
+const Xxh3Variant* Xxh3Named(std::string_view name) {
+  if (name == "library") return &Xxh3Library();
+  if (name == "baseline" || name == Xxh3Baseline().name) return &Xxh3Baseline();
+  if (name == "avx2") return Xxh3Avx2();
+  return nullptr;
+}
+
 const Xxh3Variant& Xxh3Selected() {
-  static const Xxh3Variant& selected = Xxh3Choose(std::getenv("RAILYARD_XXH3"));
-  return selected;
+  const Xxh3Variant* chosen = g_chosen.load(std::memory_order_acquire);
+  return chosen != nullptr ? *chosen : Xxh3Best();
 }
 
 }  // namespace checksum_internal
@@ -56,6 +65,22 @@ uint64_t Xxh3(const void* data, size_t n) { return Xxh3Selected().hash(data, n);
 uint64_t Xxh3(std::string_view data) { return Xxh3Selected().hash(data.data(), data.size()); }
 
 std::string_view Xxh3Implementation() { return Xxh3Selected().name; }
+
+Status UseXxh3Implementation(std::string_view name) {
+  if (name.empty() || name == "best") {
+    checksum_internal::g_chosen.store(nullptr, std::memory_order_release);
+    return Status::Ok();
+  }
+  const checksum_internal::Xxh3Variant* v = checksum_internal::Xxh3Named(name);
+  if (v == nullptr) {
+    return InvalidArgument(
+        "XXH3 implementation '{}' is unknown or not supported by this CPU (expected best, "
+        "library, baseline{})",
+        name, checksum_internal::Xxh3Avx2() != nullptr ? " or avx2" : "");
+  }
+  checksum_internal::g_chosen.store(v, std::memory_order_release);
+  return Status::Ok();
+}
 
 void Xxh3Stream::StateDeleter::operator()(void* state) const {
   ::operator delete(state, std::align_val_t(Xxh3Selected().state_align));

@@ -31,8 +31,14 @@ uint64_t Xxh3(const void* data, size_t n);
 uint64_t Xxh3(std::string_view data);
 
 // The implementation in use: "avx2", "sse2", ... (instruction set) or "library" (the
-// system's libxxhash, chosen with RAILYARD_XXH3=library for benchmarks).
+// system's libxxhash).
 std::string_view Xxh3Implementation();
+
+// For benchmarks that compare implementations in one build (`railyard bench ckpt --xxh3`):
+// "best" (the default: AVX2 where the CPU has it, else the baseline), "library", "baseline"
+// or "avx2". Call before anything is hashed: a stream keeps the state layout of the choice
+// it was created under. INVALID_ARGUMENT for an unknown name or one this CPU cannot run.
+Status UseXxh3Implementation(std::string_view name);
 
 // Incremental XXH3-64: feeding the same bytes in any split gives the one-shot digest.
 // Move-only; a moved-from stream may only be destroyed or assigned to.

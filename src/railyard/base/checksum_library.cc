@@ -1,6 +1,5 @@
 // XXH3 through the system's libxxhash (Debian's is built for SSE2 only): the reference the
-// tests compare every variant with, and a choice of RAILYARD_XXH3 for benchmarks (see
-// checksum_variants.h).
+// tests compare every variant with, and a choice for benchmarks (UseXxh3Implementation).
 #define XXH_STATIC_LINKING_ONLY  // the state's layout, to allocate it in place
 #include <xxhash.h>
 

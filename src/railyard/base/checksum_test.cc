@@ -4,7 +4,6 @@
 #include <xxhash.h>  // the library's own XXH3, the reference for every variant
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -108,18 +107,27 @@ std::vector<const checksum_internal::Xxh3Variant*> Variants() {
   return out;
 }
 
-TEST(Xxh3Variants, ChoiceIsTheBestSupportedUnlessOverridden) {
-  using checksum_internal::Xxh3Choose;
+TEST(Xxh3Variants, ChoiceIsTheBestSupportedUnlessABenchmarkPicksOne) {
   const auto* avx2 = checksum_internal::Xxh3Avx2();
   const auto* best = avx2 != nullptr ? avx2 : &checksum_internal::Xxh3Baseline();
-  EXPECT_EQ(&Xxh3Choose(nullptr), best);
-  EXPECT_EQ(&Xxh3Choose(""), best);
-  EXPECT_EQ(&Xxh3Choose("avx2"), best);  // falls back where the CPU lacks it
-  EXPECT_EQ(&Xxh3Choose("no-such"), best);
-  EXPECT_EQ(&Xxh3Choose("baseline"), &checksum_internal::Xxh3Baseline());
-  EXPECT_EQ(&Xxh3Choose("library"), &checksum_internal::Xxh3Library());
-  EXPECT_EQ(&checksum_internal::Xxh3Selected(), &Xxh3Choose(std::getenv("RAILYARD_XXH3")));
-  EXPECT_EQ(Xxh3Implementation(), checksum_internal::Xxh3Selected().name);
+  EXPECT_EQ(&checksum_internal::Xxh3Best(), best);
+  EXPECT_EQ(&checksum_internal::Xxh3Selected(), best);
+  EXPECT_EQ(Xxh3Implementation(), best->name);
+  EXPECT_EQ(checksum_internal::Xxh3Named("avx2"), avx2);  // null where the CPU lacks it
+  EXPECT_EQ(checksum_internal::Xxh3Named("no-such"), nullptr);
+
+  const uint64_t expected = Xxh3("abc");
+  ASSERT_TRUE(UseXxh3Implementation("library").ok());
+  EXPECT_EQ(Xxh3Implementation(), "library");
+  EXPECT_EQ(Xxh3("abc"), expected);
+  ASSERT_TRUE(UseXxh3Implementation("baseline").ok());
+  EXPECT_EQ(&checksum_internal::Xxh3Selected(), &checksum_internal::Xxh3Baseline());
+  Status bad = UseXxh3Implementation("sse9");
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("'sse9'"), std::string::npos) << bad.ToString();
+  EXPECT_EQ(&checksum_internal::Xxh3Selected(), &checksum_internal::Xxh3Baseline());
+  ASSERT_TRUE(UseXxh3Implementation("best").ok());
+  EXPECT_EQ(&checksum_internal::Xxh3Selected(), best);
 #if defined(__x86_64__)
   EXPECT_EQ(std::string_view(checksum_internal::Xxh3Baseline().name), "sse2");
   if (avx2 != nullptr) {

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace railyard::base::checksum_internal {
 
@@ -34,10 +35,12 @@ const Xxh3Variant& Xxh3Baseline();
 const Xxh3Variant* Xxh3Avx2();
 // checksum_avx2.cc's accessor, whatever the CPU: Xxh3Avx2 checks first.
 const Xxh3Variant& Xxh3Avx2Unchecked();
-// The variant checksum.h uses: AVX2 where compiled in and supported, else the baseline,
-// unless RAILYARD_XXH3 names another one that this CPU can run.
+// The variant checksum.h uses: the one UseXxh3Implementation chose, else Xxh3Best().
 const Xxh3Variant& Xxh3Selected();
-// Xxh3Selected's rule for a given RAILYARD_XXH3 value (null when unset).
-const Xxh3Variant& Xxh3Choose(const char* env);
+// AVX2 where compiled in and supported, else the baseline.
+const Xxh3Variant& Xxh3Best();
+// The variant called `name` ("library", "baseline" or its instruction set, "avx2"); null when
+// there is none by that name or this CPU cannot run it.
+const Xxh3Variant* Xxh3Named(std::string_view name);
 
 }  // namespace railyard::base::checksum_internal

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "railyard/base/checksum.h"
 #include "railyard/base/units.h"
 #include "railyard/cli/cli_common.h"
 #include "railyard/place/bench.h"
@@ -93,6 +94,7 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
     std::string snapshot = "protect";
     std::string read_settle = "0s";
     std::string extent = "8MiB";
+    std::string xxh3 = "best";
     bool no_preallocate = false;
     bool keep_cache = false;
     bool json = false;
@@ -133,9 +135,14 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
       ->capture_default_str();
   ck->add_option("--timeout", cf->timeout, "give up (and name the rank) after this")
       ->capture_default_str();
+  ck->add_option("--xxh3", cf->xxh3,
+                 "checksum implementation, to compare them in one build: best (AVX2 where the "
+                 "CPU has it, else the baseline), baseline, avx2 or library (the system's "
+                 "libxxhash)")
+      ->capture_default_str();
   ck->add_flag("--json", cf->json,
-               "one object: write_gbps, read_gbps, save_ms, stall_ms, bytes, ranks, steps "
-               "(and snapshot, touch_ms, touch_base_ms where they apply)");
+               "one object: write_gbps, read_gbps, save_ms, stall_ms, commit_ms, bytes, ranks, "
+               "steps, xxh3 (and snapshot, touch_ms, touch_base_ms where they apply)");
   ck->footer("Example:\n  railyard bench ckpt --ranks 2 --size 4GiB --dir /tmp/ckb --async --json\n");
   ck->callback([cf, action] {
     *action = [cf]() -> Outcome {
@@ -157,6 +164,7 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
       cf->o.extent_bytes = *extent;
       cf->o.preallocate = !cf->no_preallocate;
       cf->o.drop_caches = !cf->keep_cache;
+      if (Status s = base::UseXxh3Implementation(cf->xxh3); !s.ok()) return s.WithContext("--xxh3");
       if (cf->o.drop_caches) WarnCacheDrop("ckpt", "before the read phase");
       auto r = storage::RunCkptBench(cf->o);
       if (!r.ok()) return r.status();

@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+
+#include "railyard/base/checksum.h"
 #include <span>
 #include <sstream>
 #include <thread>
@@ -410,6 +412,7 @@ nlohmann::json ToJson(const CkptBenchResult& r) {
           {"stall_ms", r.stall_ms},     {"bytes", r.bytes},         {"ranks", r.ranks},
           {"steps", r.steps},           {"commit_ms", r.commit_ms},
           {"notes", r.notes}};
+  j["xxh3"] = std::string(base::Xxh3Implementation());
   if (!r.snapshot.empty()) j["snapshot"] = r.snapshot;
   if (r.touch_ms > 0) {
     j["touch_ms"] = r.touch_ms;
