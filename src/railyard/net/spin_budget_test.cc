@@ -67,7 +67,7 @@ TEST(SpinBudget, SettlesHighWhenPollingPaysAndLowWhenItDoesNot) {
 }
 
 TEST(SpinBudget, ZeroMeansNeverSpin) {
-  SpinBudget b(0);  // RAILYARD_TCP_SPIN=0
+  SpinBudget b(0);  // TcpOptions::spin_polls = 0
   EXPECT_EQ(b.polls(), 0);
   b.Slept();
   EXPECT_EQ(b.polls(), 0);
