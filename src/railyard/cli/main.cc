@@ -9,6 +9,8 @@
 
 namespace railyard::cli {
 
+void RegisterValidateCommand(CLI::App& app, Action* action);  // validate_cmd.cc
+
 namespace {
 
 int Main(int argc, char** argv) {
@@ -46,6 +48,7 @@ int Main(int argc, char** argv) {
   RegisterCkptCommand(app, &action);
   RegisterDataCommand(app, &action);
   RegisterBenchCommand(app, &action);
+  RegisterValidateCommand(app, &action);
 
   try {
     app.parse(argc, argv);
