@@ -243,9 +243,26 @@ TEST(BenchCommCli, TransportFromEnvironmentIsChecked) {
 }
 
 TEST(BenchCommCli, BadCommEnvironmentIsOneClearLine) {
-  for (const char* var : {"RAILYARD_COMM_ALGO", "RAILYARD_COMM_TIMEOUT", "RAILYARD_COMM_PIECE"}) {
+  for (const char* var : {"RAILYARD_COMM_ALGO", "RAILYARD_COMM_TIMEOUT", "RAILYARD_COMM_CHECK"}) {
     ExpectBadInput(Quick({}), var, {{var, "bogus"}});
   }
+}
+
+// Tuning is flags, checked before any rank starts, and reaches every rank.
+TEST(BenchCommCli, TuningFlagsAreCheckedAndReachTheRanks) {
+  ExpectBadInput(Quick({"--piece", "1KiB"}), "--piece 1KiB");
+  ExpectBadInput(Quick({"--piece", "lots"}), "--piece lots");
+  ExpectBadInput(Quick({"--tcp-streams", "0"}), "--tcp-streams 0");
+  ExpectBadInput(Quick({"--tcp-buffer", "big"}), "--tcp-buffer big");
+  auto r = RunRailyard({"bench", "comm", "--ranks", "3", "--sizes", "1MiB", "--iters", "2",
+                        "--transport", "tcp", "--json", "--piece", "64KiB", "--tcp-streams", "3",
+                        "--tcp-buffer", "0", "--no-reduce-on-receive"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // The variables that used to set these are not read any more.
+  r = RunRailyard({"bench", "comm", "--ranks", "2", "--sizes", "4KiB", "--iters", "2",
+                   "--transport", "tcp", "--json"},
+                  {{"RAILYARD_COMM_PIECE", "bogus"}, {"RAILYARD_TCP_STREAMS", "bogus"}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 TEST(BenchCommCli, TcpCongestionControlIsCheckedBeforeAnyRankStarts) {

@@ -65,6 +65,11 @@ struct CommFlags {
   bool use_vcluster = false;
   bool worker = false;
   std::string local_hosts = "1";
+  // Tuning for measurements (empty: the library's choice); passed to every rank as flags.
+  std::string piece;
+  std::string tcp_streams;
+  std::string tcp_buffer;
+  bool no_reduce_on_receive = false;
 };
 
 Result<int> ParseIntFlag(std::string_view flag, const std::string& text, int lo, int hi) {
@@ -173,6 +178,31 @@ std::string Title(const CommFlags& f, const std::string& transport, int ranks) {
 // Where nccl-tests names its binary (all_reduce_perf) in the '#' lines.
 constexpr std::string_view kProgram = "railyard bench comm";
 
+// The tuning flags into a rank's configuration; INVALID_ARGUMENT naming the flag.
+Status ApplyTuningFlags(const CommFlags& f, comm::BootstrapConfig& cfg) {
+  if (!f.piece.empty()) {
+    auto b = base::ParseBytes(f.piece);
+    if (!b.ok() || *b < 4096 || *b > (uint64_t{1} << 30)) {
+      return InvalidArgument("--piece {}: expected a size from 4KiB to 1GiB", f.piece);
+    }
+    cfg.comm.piece_bytes = *b;
+  }
+  if (!f.tcp_streams.empty()) {
+    RY_ASSIGN_OR_RETURN(cfg.tcp.streams_per_peer,
+                        ParseIntFlag("--tcp-streams", f.tcp_streams, 1, 64));
+  }
+  if (!f.tcp_buffer.empty()) {
+    auto b = base::ParseBytes(f.tcp_buffer);
+    if (!b.ok() || *b > (uint64_t{1} << 30)) {
+      return InvalidArgument("--tcp-buffer {}: expected a size up to 1GiB (0: kernel autotuning)",
+                             f.tcp_buffer);
+    }
+    cfg.tcp.socket_buffer_bytes = *b;
+  }
+  cfg.comm.reduce_on_receive = !f.no_reduce_on_receive;
+  return Status::Ok();
+}
+
 // One rank: bootstrap from the environment, run, rank 0 prints.
 Outcome RunWorker(const CommFlags& f) {
   RY_ASSIGN_OR_RETURN(comm::CommBenchOptions o, ParseBenchOptions(f));
@@ -181,6 +211,7 @@ Outcome RunWorker(const CommFlags& f) {
   if (!timeout.ok()) return timeout.status().WithContext("--timeout");
   cfg.comm.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*timeout);
   cfg.comm.check_consistency = cfg.comm.check_consistency || f.check;
+  RY_RETURN_IF_ERROR(ApplyTuningFlags(f, cfg));
   // Start-up (store, every rank publishing, transports) has its own deadline: ranks start at
   // different times, so it is usually longer than an operation's.
   auto setup = base::ParseDuration(f.setup_timeout);
@@ -244,9 +275,11 @@ Outcome RunLauncher(const CommFlags& f) {
   }
   auto setup = base::ParseDuration(f.setup_timeout);
   if (!setup.ok()) return setup.status().WithContext("--setup-timeout");
-  // RAILYARD_COMM_TIMEOUT, _ALGO, _CHECK, _PIECE: the ranks read them; a bad one is an error.
+  // RAILYARD_COMM_TIMEOUT, _ALGO, _CHECK: the ranks read them; a bad one is an error.
   auto env_options = comm::CommOptions::FromEnvironment();
   if (!env_options.ok()) return InvalidArgument("{}", env_options.status().message());
+  comm::BootstrapConfig tuning;
+  RY_RETURN_IF_ERROR(ApplyTuningFlags(f, tuning));
   // RAILYARD_TCP_CC: the ranks set it on their sockets; a bad or unavailable name is an error.
   if (const char* cc = std::getenv("RAILYARD_TCP_CC"); cc != nullptr && *cc != '\0') {
     auto parsed = net::CongestionControl::Parse(cc);
@@ -361,6 +394,12 @@ Outcome RunLauncher(const CommFlags& f) {
               f.setup_timeout};
     if (f.json) s.argv.push_back("--json");
     if (f.check) s.argv.push_back("--check");
+    for (auto [flag, value] :
+         {std::pair{"--piece", &f.piece}, std::pair{"--tcp-streams", &f.tcp_streams},
+          std::pair{"--tcp-buffer", &f.tcp_buffer}}) {
+      if (!value->empty()) s.argv.insert(s.argv.end(), {flag, *value});
+    }
+    if (f.no_reduce_on_receive) s.argv.push_back("--no-reduce-on-receive");
     for (auto& kv : common) s.env.push_back(kv);
     s.env.push_back({"RAILYARD_RANK", std::to_string(r)});
     s.env.push_back({"RAILYARD_WORLD_SIZE", std::to_string(ranks)});
@@ -509,6 +548,20 @@ void RegisterBenchCommCommand(CLI::App* bench, Action* action) {
                 "(shm inside a host, the transport across) on one machine")
       ->type_name("INT")
       ->capture_default_str();
+  c->add_option("--piece", f->piece,
+                "tuning: the ring's piece size (4KiB-1GiB; default 1MiB on one host, 128KiB "
+                "across hosts)")
+      ->group("Tuning");
+  c->add_option("--tcp-streams", f->tcp_streams,
+                "tuning: tcp connections per peer and direction (1-64; default 2)")
+      ->group("Tuning");
+  c->add_option("--tcp-buffer", f->tcp_buffer,
+                "tuning: tcp socket buffer size (default 4MiB; 0 = kernel autotuning)")
+      ->group("Tuning");
+  c->add_flag("--no-reduce-on-receive", f->no_reduce_on_receive,
+              "tuning: the ring receives into scratch and reduces afterwards instead of "
+              "reducing straight from the transport (A/B measurements)")
+      ->group("Tuning");
   c->add_flag("--worker", f->worker, "internal: run as one rank")->group("");
   c->footer(
       "Examples:\n"
@@ -520,7 +573,7 @@ void RegisterBenchCommCommand(CLI::App* bench, Action* action) {
       "Environment: RAILYARD_TRANSPORT (used when --transport is not given),\n"
       "RAILYARD_SOCKET_IFNAME (tcp interface, NCCL syntax; default =lo on one host),\n"
       "RAILYARD_OFI_PROVIDER, RAILYARD_OFI_DOMAIN (default lo on one host), RAILYARD_COMM_ALGO,\n"
-      "RAILYARD_COMM_CHECK, RAILYARD_COMM_PIECE, RAILYARD_COMM_TIMEOUT (--timeout wins),\n"
+      "RAILYARD_COMM_CHECK, RAILYARD_COMM_TIMEOUT (--timeout wins),\n"
       "RAILYARD_TCP_CC (tcp congestion control: auto, system or a name; auto uses cubic\n"
       "between ranks of one kernel); all but RAILYARD_OFI_DOMAIN are checked before any\n"
       "rank starts.\n"

@@ -4,7 +4,6 @@
 #include <charconv>
 #include <cstdlib>
 
-#include "railyard/base/units.h"
 #include "railyard/net/peer_directory.h"
 #include "railyard/net/select.h"
 #include "railyard/net/store/file_store.h"
@@ -40,9 +39,7 @@ Result<std::unique_ptr<net::Transport>> StartTransport(const BootstrapConfig& co
   o.host = config.host;
   o.socket_ifname = config.socket_ifname;
   net::BackendOptions b;
-  b.tcp.streams_per_peer = config.tcp_streams;
-  b.tcp.socket_buffer_bytes = config.tcp_buffer_bytes;
-  b.tcp.congestion = config.tcp_congestion;
+  b.tcp = config.tcp;
   b.ofi.provider = config.ofi_provider;
   b.ofi.domain = config.ofi_domain;
   RY_ASSIGN_OR_RETURN(auto t, net::NewTransport(backend, o, b));
@@ -163,22 +160,10 @@ Result<BootstrapConfig> BootstrapConfigFromEnvironment(
   // On a virtual host (`vcluster exec`, `bench comm --vcluster`) the namespace shares the
   // machine's host name: report the virtual host's, so errors name node2, not the machine.
   if (c.host.empty()) c.host = get("RAILYARD_VHOST");
-  c.hierarchy = get("RAILYARD_COMM_HIERARCHY") != "0";
-  if (auto v = get("RAILYARD_TCP_STREAMS"); !v.empty()) {
-    RY_ASSIGN_OR_RETURN(c.tcp_streams, ParseInt("RAILYARD_TCP_STREAMS", v));
-    if (c.tcp_streams < 1 || c.tcp_streams > 64) {
-      return InvalidArgument("RAILYARD_TCP_STREAMS={}: expected 1 to 64", v);
-    }
-  }
-  if (auto v = get("RAILYARD_TCP_BUFFER"); !v.empty()) {
-    auto b = base::ParseBytes(v);
-    if (!b.ok()) return b.status().WithContext("RAILYARD_TCP_BUFFER");
-    c.tcp_buffer_bytes = *b;
-  }
   if (auto v = get("RAILYARD_TCP_CC"); !v.empty()) {
     auto cc = net::CongestionControl::Parse(v);
     if (!cc.ok()) return cc.status().WithContext("RAILYARD_TCP_CC");
-    c.tcp_congestion = v;
+    c.tcp.congestion = v;
   }
   if (c.serve_store && c.store_address.empty()) {
     return InvalidArgument("RAILYARD_STORE_SERVE=1 needs RAILYARD_STORE=ip:port to listen on");

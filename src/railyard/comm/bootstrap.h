@@ -8,17 +8,17 @@
 //   RAILYARD_TRANSPORT         auto (default), tcp, shm, ofi
 //   RAILYARD_SOCKET_IFNAME     interface for tcp, NCCL_SOCKET_IFNAME syntax
 //   RAILYARD_OFI_PROVIDER, RAILYARD_OFI_DOMAIN   libfabric provider and domain
-//   RAILYARD_COMM_*            CommOptions (see communicator.h)
+//   RAILYARD_COMM_TIMEOUT, RAILYARD_COMM_ALGO, RAILYARD_COMM_CHECK   CommOptions (communicator.h)
 //   RAILYARD_JOB_ID            separates communicators of different jobs on one store
 //   RAILYARD_STORE_SERVE=1     on rank 0: serve the TcpStore at RAILYARD_STORE itself
 //   RAILYARD_HOST              the host name this rank reports (default: RAILYARD_VHOST on
 //                              a virtual host, else gethostname)
-//   RAILYARD_COMM_HIERARCHY=0  no host-local/leader sub-communicators (default: built when
-//                              ranks share hosts and span several)
-//   RAILYARD_TCP_STREAMS       tcp connections per peer and direction (default 2)
-//   RAILYARD_TCP_BUFFER        tcp socket buffer bytes (default 4MiB; 0 = kernel autotuning)
 //   RAILYARD_TCP_CC            tcp congestion control: auto (default: cubic between ranks on
 //                              one host, the system's across hosts), system, or a name
+//
+// Tuning (tcp streams and socket buffers, the ring's piece size, reducing on receive, the
+// host hierarchy) is no environment variable: it is set in BootstrapConfig by code, and by
+// `railyard bench comm` flags for measurements.
 //
 // Errors name the variable and what was expected.
 #pragma once
@@ -33,6 +33,7 @@
 #include "railyard/comm/communicator.h"
 #include "railyard/net/store.h"
 #include "railyard/net/store/tcp_store_server.h"
+#include "railyard/net/tcp/tcp_transport.h"
 
 namespace railyard::comm {
 
@@ -49,10 +50,9 @@ struct BootstrapConfig {
   std::string job_id = "job";
   bool serve_store = false;
   std::string host;  // empty: gethostname()
+  // Host-local and leader sub-communicators when ranks share hosts and span several.
   bool hierarchy = true;
-  int tcp_streams = 2;
-  size_t tcp_buffer_bytes = 4 << 20;
-  std::string tcp_congestion = "auto";
+  net::TcpOptions tcp;  // congestion from RAILYARD_TCP_CC; the rest left at their defaults
   CommOptions comm;
 };
 

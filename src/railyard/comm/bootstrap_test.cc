@@ -54,8 +54,8 @@ TEST(BootstrapConfigTest, MinimalEnvironmentGivesDefaults) {
   EXPECT_FALSE(c->serve_store);
   EXPECT_EQ(c->host, "");
   EXPECT_TRUE(c->hierarchy);
-  EXPECT_EQ(c->tcp_streams, 2);
-  EXPECT_EQ(c->tcp_buffer_bytes, size_t{4} << 20);
+  EXPECT_EQ(c->tcp.streams_per_peer, 2);
+  EXPECT_EQ(c->tcp.socket_buffer_bytes, size_t{4} << 20);
   // The map replaces the process environment entirely, RAILYARD_COMM_* included.
   EXPECT_EQ(c->comm.timeout, CommOptions{}.timeout);
 }
@@ -172,7 +172,6 @@ TEST(BootstrapConfigTest, TransportInterfaceOfiAndJobSettingsAreRead) {
   env["RAILYARD_OFI_PROVIDER"] = "verbs;ofi_rxm";
   env["RAILYARD_OFI_DOMAIN"] = "mlx5_0";
   env["RAILYARD_JOB_ID"] = "job-42";
-  env["RAILYARD_COMM_HIERARCHY"] = "0";
   auto c = BootstrapConfigFromEnvironment(&env);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->transport, "tcp");
@@ -180,11 +179,6 @@ TEST(BootstrapConfigTest, TransportInterfaceOfiAndJobSettingsAreRead) {
   EXPECT_EQ(c->ofi_provider, "verbs;ofi_rxm");
   EXPECT_EQ(c->ofi_domain, "mlx5_0");
   EXPECT_EQ(c->job_id, "job-42");
-  EXPECT_FALSE(c->hierarchy);
-  // Only "0" turns the hierarchy off.
-  env["RAILYARD_COMM_HIERARCHY"] = "1";
-  c = BootstrapConfigFromEnvironment(&env);
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_TRUE(c->hierarchy);
 }
 
@@ -207,37 +201,15 @@ TEST(BootstrapConfigTest, StoreServeAppliesToRankZeroWithAnAddress) {
   EXPECT_FALSE(c->serve_store);
 }
 
-TEST(BootstrapConfigTest, TcpStreamsAndBufferAreParsedAndChecked) {
-  Env env = Minimal();
-  env["RAILYARD_TCP_STREAMS"] = "8";
-  env["RAILYARD_TCP_BUFFER"] = "0";
-  auto c = BootstrapConfigFromEnvironment(&env);
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->tcp_streams, 8);
-  EXPECT_EQ(c->tcp_buffer_bytes, 0u);  // kernel autotuning
-  for (const char* ok_streams : {"1", "64"}) {
-    env["RAILYARD_TCP_STREAMS"] = ok_streams;
-    EXPECT_TRUE(BootstrapConfigFromEnvironment(&env).ok()) << ok_streams;
-  }
-  for (const char* bad : {"0", "65", "-1", "two"}) {
-    env["RAILYARD_TCP_STREAMS"] = bad;
-    SCOPED_TRACE(bad);
-    ExpectInvalidNaming(env, {"RAILYARD_TCP_STREAMS", bad});
-  }
-  env["RAILYARD_TCP_STREAMS"] = "2";
-  env["RAILYARD_TCP_BUFFER"] = "lots";
-  ExpectInvalidNaming(env, {"RAILYARD_TCP_BUFFER"});
-}
-
 TEST(BootstrapConfigTest, TcpCongestionControlDefaultsToAutoAndRejectsNonNames) {
   Env env = Minimal();
   auto c = BootstrapConfigFromEnvironment(&env);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->tcp_congestion, "auto");
+  EXPECT_EQ(c->tcp.congestion, "auto");
   env["RAILYARD_TCP_CC"] = "reno";
   c = BootstrapConfigFromEnvironment(&env);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->tcp_congestion, "reno");
+  EXPECT_EQ(c->tcp.congestion, "reno");
   env["RAILYARD_TCP_CC"] = "cubic;rm";
   ExpectInvalidNaming(env, {"RAILYARD_TCP_CC", "cubic;rm", "expected auto, system"});
 }

@@ -296,11 +296,6 @@ Result<CommOptions> CommOptions::FromEnvironment() {
     }
     o.check_consistency = v == "1";
   }
-  if (auto v = env("RAILYARD_COMM_PIECE"); !v.empty()) {
-    auto b = base::ParseBytes(v);
-    if (!b.ok()) return b.status().WithContext("RAILYARD_COMM_PIECE");
-    o.piece_bytes = std::max<uint64_t>(*b, 4096);
-  }
   return o;
 }
 
@@ -443,6 +438,7 @@ Status CommunicatorImpl::Run(const OpDesc& desc, const CollectiveOptions& option
   ctx.tag_base = seq_ << 8;
   ctx.deadline = base::Deadline::After(timeout);
   ctx.piece_bytes = piece_bytes_;
+  ctx.reduce_on_receive = options_.reduce_on_receive;
   ctx.scratch = &scratch_;
   // Point-to-point calls happen on some ranks only: they must not advance the collective
   // sequence (which every rank shares and which names the tags).

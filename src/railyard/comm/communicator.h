@@ -74,14 +74,20 @@ struct CommOptions {
   // by placement (PiecesFor): 1 MiB when every rank is on one host, where the ring is bound
   // by CPU and each piece costs a wake-up; 128 KiB when it crosses hosts, where smaller
   // pieces let a step start before the previous one has fully arrived (docs/comm.md).
-  size_t piece_bytes = 0;       // RAILYARD_COMM_PIECE
+  size_t piece_bytes = 0;
+  // Where the transport can hand over received bytes in place (a net::ConsumingReceiver:
+  // shm, tcp), the ring reduces a piece as it arrives instead of receiving it into scratch
+  // and reducing from there: one pass over memory fewer. False only for A/B measurements
+  // (`railyard bench comm --no-reduce-on-receive`).
+  bool reduce_on_receive = true;
   std::vector<int> ring_order;  // empty: 0, 1, ..., n-1
   // Names a sub-communicator in messages ("ranks on node3", "host leaders"); its ranks are
   // numbered within it, so messages say which group the numbers belong to.
   std::string group_name;
 
-  // Defaults overridden by the RAILYARD_COMM_* variables above; INVALID_ARGUMENT names the
-  // variable and its bad value.
+  // Defaults overridden by RAILYARD_COMM_TIMEOUT, RAILYARD_COMM_ALGO and RAILYARD_COMM_CHECK,
+  // the only place they are read; INVALID_ARGUMENT names the variable and its bad value.
+  // Tuning (piece_bytes, reduce_on_receive) is set by code or by `railyard bench comm` flags.
   static Result<CommOptions> FromEnvironment();
 };
 

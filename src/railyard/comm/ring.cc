@@ -13,8 +13,6 @@
 // Receiving allgather data into a block that is still being sent is safe by causality: a
 // block's final value can only come back round after our contribution to it has left.
 #include <algorithm>
-#include <cstdlib>
-#include <string_view>
 
 #include "railyard/comm/internal/op_context.h"
 
@@ -22,15 +20,6 @@ namespace railyard::comm {
 namespace {
 
 enum Phase { kReduceScatter = 1, kAllgather = 2, kBroadcast = 3 };
-
-// RAILYARD_REDUCE_ON_RECEIVE=0 turns reducing straight from the transport off (A/B runs).
-bool ReduceOnReceive() {
-  static const bool on = [] {
-    const char* v = std::getenv("RAILYARD_REDUCE_ON_RECEIVE");
-    return v == nullptr || std::string_view(v) != "0";
-  }();
-  return on;
-}
 
 }  // namespace
 
@@ -55,7 +44,7 @@ Status RingAllreduce(OpContext& c, const char* send, char* recv, size_t count, D
   // receiving into scratch and reducing from there. Safe to run early: the output block of
   // step s is read (sent on) only after step s, and written by the allgather only after the
   // whole ring has passed it.
-  const bool in_place = c.transport->consuming_receiver() != nullptr && ReduceOnReceive();
+  const bool in_place = c.reduce_on_receive && c.transport->consuming_receiver() != nullptr;
   if (!in_place) scratch[0] = c.Scratch(0, b.max_bytes), scratch[1] = c.Scratch(1, b.max_bytes);
   auto post_rs_recv = [&](int s) -> Status {
     int blk = c.RingRank(p - s - 2);
@@ -145,7 +134,7 @@ Status RingReduceScatter(OpContext& c, const char* send, char* recv, size_t recv
   std::vector<std::vector<net::Request>> recvs(n - 1), sends(n);
   // As in RingAllreduce, pieces are reduced as they arrive where the transport allows:
   // straight into the slot (or, at the last step, the output) that step s reduces into.
-  const bool in_place = c.transport->consuming_receiver() != nullptr && ReduceOnReceive();
+  const bool in_place = c.reduce_on_receive && c.transport->consuming_receiver() != nullptr;
   auto post_recv = [&](int s) -> Status {
     const int blk = c.RingRank(p - s - 2);
     char* out = s + 1 == n - 1 ? recv : slot[s % 3];

@@ -23,6 +23,7 @@ struct OpContext {
   net::Tag tag_base = 0;                       // sequence << 8; phases use the low byte
   base::Deadline deadline = base::Deadline::Never();
   size_t piece_bytes = 1 << 20;
+  bool reduce_on_receive = true;  // CommOptions::reduce_on_receive
   std::vector<std::vector<char>>* scratch = nullptr;
 
   // Reusable buffer `slot` of at least `bytes`.
