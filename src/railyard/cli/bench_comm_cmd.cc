@@ -147,11 +147,11 @@ Result<std::optional<CorruptionForTest>> CorruptionFromEnvironment() {
 
 // The transport the ranks use: --transport, else RAILYARD_TRANSPORT, else auto; resolved
 // here, so that a bad name is one line naming where it came from instead of N failing ranks.
-Result<std::string> ChooseTransport(const CommFlags& f, int local_hosts) {
+Result<std::string> ChooseTransport(const CommFlags& f, const comm::TransportEnvironment& te,
+                                    int local_hosts) {
   std::string source = "--transport", requested = f.transport;
-  const char* env = std::getenv("RAILYARD_TRANSPORT");
-  if (!f.transport_given && env != nullptr && *env != '\0') {
-    source = "RAILYARD_TRANSPORT", requested = env;
+  if (!f.transport_given && !te.transport.empty()) {
+    source = "RAILYARD_TRANSPORT", requested = te.transport;
   }
   const bool one_host = !f.use_vcluster && local_hosts == 1;
   if (requested == "shm" && !one_host) {
@@ -280,9 +280,13 @@ Outcome RunLauncher(const CommFlags& f) {
   if (!env_options.ok()) return InvalidArgument("{}", env_options.status().message());
   comm::BootstrapConfig tuning;
   RY_RETURN_IF_ERROR(ApplyTuningFlags(f, tuning));
-  // RAILYARD_TCP_CC: the ranks set it on their sockets; a bad or unavailable name is an error.
-  if (const char* cc = std::getenv("RAILYARD_TCP_CC"); cc != nullptr && *cc != '\0') {
-    auto parsed = net::CongestionControl::Parse(cc);
+  // The ranks read the transport variables the same way; a bad one is an error here.
+  auto read_te = comm::ReadTransportEnvironment();
+  if (!read_te.ok()) return InvalidArgument("{}", read_te.status().message());
+  const comm::TransportEnvironment& te = *read_te;
+  // RAILYARD_TCP_CC: the ranks set it on their sockets; an unavailable name is an error.
+  if (!te.tcp_congestion.empty()) {
+    auto parsed = net::CongestionControl::Parse(te.tcp_congestion);
     Status st = parsed.ok() ? parsed->Check() : parsed.status();
     if (!st.ok()) return InvalidArgument("RAILYARD_TCP_CC: {}", st.message());
   }
@@ -302,12 +306,11 @@ Outcome RunLauncher(const CommFlags& f) {
         "--vcluster",
         f.local_hosts, ranks);
   }
-  RY_ASSIGN_OR_RETURN(const std::string transport, ChooseTransport(f, *local_hosts));
+  RY_ASSIGN_OR_RETURN(const std::string transport, ChooseTransport(f, te, *local_hosts));
 
   // Provider and interface problems: one line here, not one per rank.
-  const char* provider_env = std::getenv("RAILYARD_OFI_PROVIDER");
   if (transport == "ofi") {
-    std::string provider = provider_env ? provider_env : "tcp;ofi_rxm";
+    std::string provider = te.ofi_provider.empty() ? "tcp;ofi_rxm" : te.ofi_provider;
     RY_ASSIGN_OR_RETURN(std::vector<std::string> providers, net::ListOfiProviders());
     if (std::find(providers.begin(), providers.end(), provider) == providers.end()) {
       std::string list;
@@ -318,9 +321,8 @@ Outcome RunLauncher(const CommFlags& f) {
           provider, list);
     }
   }
-  const char* ifname_env = std::getenv("RAILYARD_SOCKET_IFNAME");
-  if (ifname_env != nullptr && *ifname_env != '\0') {
-    auto iface = net::ChooseInterface(ifname_env);
+  if (!te.socket_ifname.empty()) {
+    auto iface = net::ChooseInterface(te.socket_ifname);
     if (!iface.ok()) return iface.status().WithContext("RAILYARD_SOCKET_IFNAME");
   }
   std::vector<base::SpawnOptions> spawns(ranks);
@@ -352,10 +354,9 @@ Outcome RunLauncher(const CommFlags& f) {
     }
   } else {
     // On one host, ranks talk over loopback unless told otherwise.
-    std::string ifname = ifname_env != nullptr && *ifname_env != '\0' ? ifname_env : "=lo";
+    std::string ifname = te.socket_ifname.empty() ? "=lo" : te.socket_ifname;
     for (auto& s : spawns) s.env.push_back({"RAILYARD_SOCKET_IFNAME", ifname});
-    const char* domain_env = std::getenv("RAILYARD_OFI_DOMAIN");
-    if (domain_env == nullptr || *domain_env == '\0') {
+    if (te.ofi_domain.empty()) {
       common.push_back({"RAILYARD_OFI_DOMAIN", "lo"});
     }
   }

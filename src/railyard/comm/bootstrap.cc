@@ -109,16 +109,38 @@ Status BuildHierarchy(const BootstrapConfig& config, const std::vector<net::Peer
 
 }  // namespace
 
+namespace {
+
+// `name` from `env` where given, else from the process environment; "" when unset.
+std::string Get(const std::map<std::string, std::string>* env, const char* name) {
+  if (env != nullptr) {
+    auto it = env->find(name);
+    return it == env->end() ? "" : it->second;
+  }
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+}  // namespace
+
+Result<TransportEnvironment> ReadTransportEnvironment(
+    const std::map<std::string, std::string>* env) {
+  TransportEnvironment te;
+  te.transport = Get(env, "RAILYARD_TRANSPORT");
+  te.socket_ifname = Get(env, "RAILYARD_SOCKET_IFNAME");
+  te.ofi_provider = Get(env, "RAILYARD_OFI_PROVIDER");
+  te.ofi_domain = Get(env, "RAILYARD_OFI_DOMAIN");
+  te.tcp_congestion = Get(env, "RAILYARD_TCP_CC");
+  if (!te.tcp_congestion.empty()) {
+    auto cc = net::CongestionControl::Parse(te.tcp_congestion);
+    if (!cc.ok()) return cc.status().WithContext("RAILYARD_TCP_CC");
+  }
+  return te;
+}
+
 Result<BootstrapConfig> BootstrapConfigFromEnvironment(
     const std::map<std::string, std::string>* env) {
-  auto get = [&](const char* name) -> std::string {
-    if (env != nullptr) {
-      auto it = env->find(name);
-      return it == env->end() ? "" : it->second;
-    }
-    const char* v = std::getenv(name);
-    return v ? v : "";
-  };
+  auto get = [&](const char* name) { return Get(env, name); };
   BootstrapConfig c;
   std::string rank_var = get("RAILYARD_RANK").empty() ? "RANK" : "RAILYARD_RANK";
   std::string size_var = get("RAILYARD_WORLD_SIZE").empty() ? "WORLD_SIZE" : "RAILYARD_WORLD_SIZE";
@@ -150,21 +172,18 @@ Result<BootstrapConfig> BootstrapConfigFromEnvironment(
         "RAILYARD_JOB_SECRET is not set: the launcher must generate one per "
         "job (e.g. `openssl rand -hex 16`) and pass it to every rank");
   }
-  if (auto t = get("RAILYARD_TRANSPORT"); !t.empty()) c.transport = t;
-  c.socket_ifname = get("RAILYARD_SOCKET_IFNAME");
-  if (auto p = get("RAILYARD_OFI_PROVIDER"); !p.empty()) c.ofi_provider = p;
-  c.ofi_domain = get("RAILYARD_OFI_DOMAIN");
+  RY_ASSIGN_OR_RETURN(TransportEnvironment te, ReadTransportEnvironment(env));
+  if (!te.transport.empty()) c.transport = te.transport;
+  c.socket_ifname = te.socket_ifname;
+  if (!te.ofi_provider.empty()) c.ofi_provider = te.ofi_provider;
+  c.ofi_domain = te.ofi_domain;
+  if (!te.tcp_congestion.empty()) c.tcp.congestion = te.tcp_congestion;
   if (auto j = get("RAILYARD_JOB_ID"); !j.empty()) c.job_id = j;
   c.serve_store = get("RAILYARD_STORE_SERVE") == "1" && c.rank == 0;
   c.host = get("RAILYARD_HOST");
   // On a virtual host (`vcluster exec`, `bench comm --vcluster`) the namespace shares the
   // machine's host name: report the virtual host's, so errors name node2, not the machine.
   if (c.host.empty()) c.host = get("RAILYARD_VHOST");
-  if (auto v = get("RAILYARD_TCP_CC"); !v.empty()) {
-    auto cc = net::CongestionControl::Parse(v);
-    if (!cc.ok()) return cc.status().WithContext("RAILYARD_TCP_CC");
-    c.tcp.congestion = v;
-  }
   if (c.serve_store && c.store_address.empty()) {
     return InvalidArgument("RAILYARD_STORE_SERVE=1 needs RAILYARD_STORE=ip:port to listen on");
   }

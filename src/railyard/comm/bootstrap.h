@@ -56,6 +56,21 @@ struct BootstrapConfig {
   CommOptions comm;
 };
 
+// The transport settings of the variables above (RAILYARD_TRANSPORT, _SOCKET_IFNAME,
+// _OFI_PROVIDER, _OFI_DOMAIN, _TCP_CC), read in this one place: for a rank by
+// BootstrapConfigFromEnvironment, and by a launcher (`railyard bench comm`) that checks them
+// once before it starts ranks. Empty: not set. INVALID_ARGUMENT for a RAILYARD_TCP_CC that is
+// not "auto", "system" or an algorithm name.
+struct TransportEnvironment {
+  std::string transport;
+  std::string socket_ifname;
+  std::string ofi_provider;
+  std::string ofi_domain;
+  std::string tcp_congestion;
+};
+Result<TransportEnvironment> ReadTransportEnvironment(
+    const std::map<std::string, std::string>* env = nullptr);
+
 // Reads the variables above through `getenv` (tests pass their own map).
 Result<BootstrapConfig> BootstrapConfigFromEnvironment(
     const std::map<std::string, std::string>* env = nullptr);
