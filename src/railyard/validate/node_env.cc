@@ -42,6 +42,14 @@ Result<std::vector<std::string>> ProvidersFromDiscovery() {
   return d->fabric_providers;
 }
 
+Result<std::vector<topo::GpuNicPath>> PathsFromDiscovery() {
+  RY_ASSIGN_OR_RETURN(
+      topo::Discovery d,
+      topo::DiscoverNode(
+          {.use_hwloc = false, .use_libfabric = false, .use_nvml = true, .hostname = "localhost"}));
+  return d.node.gpu_nic_paths;
+}
+
 class SystemNodeEnv final : public NodeEnv {
  public:
   Result<uint64_t> MemlockLimit() override {
@@ -78,11 +86,16 @@ class SystemNodeEnv final : public NodeEnv {
     std::call_once(gpus_once_, [this] { gpus_ = internal::GpusFromNvml("libnvidia-ml.so.1"); });
     return gpus_;
   }
+  Result<std::vector<topo::GpuNicPath>> GpuNicPaths() override {
+    std::call_once(paths_once_, [this] { paths_ = PathsFromDiscovery(); });
+    return paths_;
+  }
 
  private:
-  std::once_flag providers_once_, gpus_once_;
+  std::once_flag providers_once_, gpus_once_, paths_once_;
   Result<std::vector<std::string>> providers_ = Unavailable("not probed");
   Result<std::vector<GpuState>> gpus_ = Unavailable("not probed");
+  Result<std::vector<topo::GpuNicPath>> paths_ = Unavailable("not probed");
 };
 
 }  // namespace

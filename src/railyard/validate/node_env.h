@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "railyard/base/status.h"
+#include "railyard/topo/model.h"
 
 namespace railyard::validate {
 
@@ -64,6 +65,10 @@ class NodeEnv {
   // The GPUs NVML sees. NOT_FOUND "NVML not found (libnvidia-ml.so.1)" without the library;
   // UNAVAILABLE when a call fails (driver not loaded, ...).
   virtual Result<std::vector<GpuState>> Gpus() = 0;
+
+  // The PCIe distance of every GPU to every NIC, as topo's discovery classifies it from sysfs
+  // (GPUs numbered as NVML numbers them, else in PCI order). Empty without GPUs or NICs.
+  virtual Result<std::vector<topo::GpuNicPath>> GpuNicPaths() = 0;
 };
 
 // The real host. Never null.

@@ -42,6 +42,7 @@ class FakeNodeEnv final : public NodeEnv {
   bool IsRoot() override { return root; }
   Result<std::vector<std::string>> FabricProviders() override { return providers; }
   Result<std::vector<GpuState>> Gpus() override { return gpus; }
+  Result<std::vector<topo::GpuNicPath>> GpuNicPaths() override { return paths; }
 
   uint64_t memlock = kUnlimited;
   Status memlock_error;
@@ -51,6 +52,7 @@ class FakeNodeEnv final : public NodeEnv {
   bool root = false;
   Result<std::vector<std::string>> providers = Unavailable("libfabric.so.1 not found");
   Result<std::vector<GpuState>> gpus = NotFound("NVML not found (libnvidia-ml.so.1)");
+  Result<std::vector<topo::GpuNicPath>> paths = std::vector<topo::GpuNicPath>{};
 };
 
 }  // namespace railyard::validate

@@ -13,6 +13,7 @@ Profile ResolveProfile(const Profile& profile, const topo::Cluster& cluster, int
     p.rdma = std::any_of(n.nics.begin(), n.nics.end(), [](const topo::Nic& c) { return c.rdma; });
   }
   if (!p.memlock_bytes && *p.rdma) p.memlock_bytes = kUnlimited;
+  if (p.gpu_nic_paths.empty()) p.gpu_nic_paths = n.gpu_nic_paths;
   return p;
 }
 

@@ -40,12 +40,16 @@ struct Profile {
   // Smallest acceptable RLIMIT_MEMLOCK; unset: kUnlimited when RDMA is expected, else none.
   std::optional<uint64_t> memlock_bytes;
   std::vector<MountExpectation> mounts;
+  // Expected PCIe distance of each GPU to each NIC; from the topology's node (a plan does not
+  // set it).
+  std::vector<topo::GpuNicPath> gpu_nic_paths;
   friend bool operator==(const Profile&, const Profile&) = default;
 };
 
 // `profile` with its unset expectations filled from node `node` of `cluster` (precondition:
 // a valid index): nic_rate_bits from link_rate_bits, gpus from gpu_count, rdma from whether
-// any NIC is RDMA-capable (false when the node lists no NICs), memlock as documented above.
+// any NIC is RDMA-capable (false when the node lists no NICs), memlock as documented above,
+// gpu_nic_paths from the node's.
 Profile ResolveProfile(const Profile& profile, const topo::Cluster& cluster, int node);
 
 }  // namespace railyard::validate

@@ -9,6 +9,7 @@ std::unique_ptr<Check> NewFabricProvidersCheck();  // checks/fabric_providers.cc
 std::unique_ptr<Check> NewFreeSpaceCheck();        // checks/free_space.cc
 std::unique_ptr<Check> NewGpuCountCheck();         // checks/gpu_count.cc
 std::unique_ptr<Check> NewGpuHealthCheck();        // checks/gpu_health.cc
+std::unique_ptr<Check> NewGpuNicAffinityCheck();   // checks/gpu_nic_affinity.cc
 std::unique_ptr<Check> NewHugepagesCheck();        // checks/hugepages.cc
 std::unique_ptr<Check> NewIbPortsCheck();          // checks/ib_ports.cc
 std::unique_ptr<Check> NewMemlockCheck();          // checks/memlock.cc
@@ -25,6 +26,7 @@ Status RegisterBuiltinChecks(CheckRegistry& registry) {
            NewFreeSpaceCheck,
            NewGpuCountCheck,
            NewGpuHealthCheck,
+           NewGpuNicAffinityCheck,
            NewHugepagesCheck,
            NewIbPortsCheck,
            NewMemlockCheck,

@@ -1,6 +1,7 @@
-// gpu.count and gpu.health through FakeNodeEnv.
+// gpu.count, gpu.health and gpu.nic_affinity through FakeNodeEnv.
 #include <gtest/gtest.h>
 
+#include "railyard/topo/model.h"
 #include "railyard/validate/checks/check_testing.h"
 
 namespace railyard::validate {
@@ -76,6 +77,39 @@ TEST_F(GpuChecksTest, EccDisabledWarnsAndUnsupportedFieldsAreNotJudged) {
   EXPECT_EQ(Run("gpu.health", eight_).ToString(), "PASS: 1 GPU healthy");
   env_.gpus = std::vector<GpuState>{};
   EXPECT_EQ(Run("gpu.health", eight_).verdict, Verdict::kSkipped);
+}
+
+TEST_F(GpuChecksTest, NicAffinityAgainstTheTopology) {
+  using topo::PathClass;
+  Profile p = eight_;
+  EXPECT_EQ(Run("gpu.nic_affinity", p).ToString(),
+            "SKIPPED: the topology lists no GPU-NIC paths for node1 (give --topology with them)");
+  p.gpu_nic_paths = {{0, "mlx5_0", PathClass::kPIX}, {1, "mlx5_1", PathClass::kPXB}};
+  env_.paths =
+      std::vector<topo::GpuNicPath>{{0, "mlx5_0", PathClass::kPIX}, {1, "mlx5_1", PathClass::kPIX}};
+  Outcome o = Run("gpu.nic_affinity", p);
+  EXPECT_EQ(o.ToString(), "PASS: 2 GPU-NIC paths as close as expected");
+  EXPECT_EQ(o.measured, "2 of 2 as expected");
+  env_.paths = std::vector<topo::GpuNicPath>{{0, "mlx5_0", PathClass::kSYS}};
+  EXPECT_EQ(Run("gpu.nic_affinity", p).ToString(),
+            "FAIL: GPU 0 to mlx5_0 is SYS, expected PIX or closer (+1 more)");
+  env_.paths = Unavailable("sysfs unreadable");
+  EXPECT_EQ(Run("gpu.nic_affinity", p).ToString(), "UNKNOWN: sysfs unreadable");
+}
+
+TEST(ResolveProfileTest, TheTopologyFillsWhatThePlanLeavesUnset) {
+  topo::Cluster c;
+  topo::Node n{.name = "gpu1", .link_rate_bits = 400'000'000'000, .gpu_count = 8};
+  n.nics.push_back({.name = "mlx5_0", .rdma = true});
+  n.gpu_nic_paths.push_back({0, "mlx5_0", topo::PathClass::kPIX});
+  c.nodes.push_back(n);
+  Profile p = ResolveProfile(Profile{.name = "gpu"}, c, 0);
+  EXPECT_EQ(p.gpus, 8);
+  EXPECT_EQ(p.nic_rate_bits, 400'000'000'000u);
+  EXPECT_EQ(p.rdma, true);
+  EXPECT_EQ(p.memlock_bytes, kUnlimited);
+  EXPECT_EQ(p.gpu_nic_paths, n.gpu_nic_paths);
+  EXPECT_EQ(ResolveProfile(Profile{.gpus = 4}, c, 0).gpus, 4);  // the plan's value wins
 }
 
 }  // namespace

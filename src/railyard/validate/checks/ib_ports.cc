@@ -44,7 +44,9 @@ class IbPortsCheck final : public BasicCheck {
   Outcome Run(const CheckContext& ctx) const override {
     const Profile& p = *ctx.profile;
     if (!p.rdma.value_or(false)) {
-      return Outcome::Skipped(fmt::format("no RDMA expected on profile {}", p.name));
+      return Outcome::Skipped(
+          fmt::format("no RDMA expected on profile {}{}", p.name,
+                      p.rdma ? "" : " (set rdma in the plan or give --topology)"));
     }
     std::vector<std::string> devices = SplitList(ctx.settings->params.find("devices")->second);
     if (devices.empty()) {

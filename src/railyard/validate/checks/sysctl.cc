@@ -98,7 +98,7 @@ class SysctlCheck final : public BasicCheck {
           .With("as expected", expected);
     }
     Outcome worst = Worst(parts);
-    return std::move(worst).With(fmt::format("{} off", parts.size()), expected);
+    return std::move(worst).With(fmt::format("{} of 6 off", parts.size()), expected);
   }
 };
 
