@@ -61,7 +61,13 @@ Result<CheckSettings> DefaultSettings(const CheckInfo& info) {
 }
 
 std::optional<Outcome> Gate(const CheckInfo& info, const Profile& profile, const Site& site) {
-  if (info.needs.gpu && profile.gpus <= 0) {
+  if (info.needs.gpu && profile.gpus < 0) {
+    return Outcome::Skipped(fmt::format(
+        "profile {} does not say how many GPUs to expect (set gpus in the plan, or give the "
+        "topology)",
+        profile.name));
+  }
+  if (info.needs.gpu && profile.gpus == 0) {
     return Outcome::Skipped(fmt::format("no GPU expected on profile {}", profile.name));
   }
   if (info.needs.fabric_provider && profile.rdma.has_value() && !*profile.rdma &&

@@ -23,6 +23,9 @@ TEST(CheckTest, GateSkipsWithTheReason) {
   ASSERT_TRUE(o);
   EXPECT_EQ(o->ToString(), "SKIPPED: no GPU expected on profile cpu");
   EXPECT_FALSE(Gate(gpu, Profile{.name = "gpu", .gpus = 8}, {}));
+  EXPECT_EQ(Gate(gpu, Profile{.name = "default"}, {})->reason,
+            "profile default does not say how many GPUs to expect (set gpus in the plan, or give "
+            "the topology)");
 
   CheckInfo root{.id = "node.kernel"};
   root.needs.root = true;
