@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "railyard/validate/check.h"
+#include "railyard/validate/internal/nvml.h"
 
 namespace railyard::validate {
 namespace {
@@ -23,12 +24,7 @@ class GpuCountCheck final : public BasicCheck {
 
   Outcome Run(const CheckContext& ctx) const override {
     Result<std::vector<GpuState>> gpus = ctx.env->Gpus();
-    if (!gpus.ok()) {
-      if (gpus.status().code() == StatusCode::kNotFound) {
-        return Outcome::Skipped(gpus.status().message());
-      }
-      return Outcome::Unknown(gpus.status().message());
-    }
+    if (!gpus.ok()) return internal::NvmlUnavailable(gpus.status());
     std::string what = fmt::format("{} GPU{}", gpus->size(), gpus->size() == 1 ? "" : "s");
     if (!gpus->empty() && !gpus->front().name.empty()) {
       what += fmt::format(" ({})", gpus->front().name);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "railyard/validate/check.h"
+#include "railyard/validate/internal/nvml.h"
 
 namespace railyard::validate {
 namespace {
@@ -24,12 +25,7 @@ class GpuHealthCheck final : public BasicCheck {
 
   Outcome Run(const CheckContext& ctx) const override {
     Result<std::vector<GpuState>> gpus = ctx.env->Gpus();
-    if (!gpus.ok()) {
-      if (gpus.status().code() == StatusCode::kNotFound) {
-        return Outcome::Skipped(gpus.status().message());
-      }
-      return Outcome::Unknown(gpus.status().message());
-    }
+    if (!gpus.ok()) return internal::NvmlUnavailable(gpus.status());
     if (gpus->empty()) return Outcome::Skipped("NVML sees no GPU (see gpu.count)");
     std::vector<Outcome> parts;
     uint64_t uncorrected = 0;

@@ -91,4 +91,9 @@ Result<std::vector<GpuState>> GpusFromNvml(const std::string& library) {
   return gpus;
 }
 
+Outcome NvmlUnavailable(const Status& status) {
+  if (status.code() == StatusCode::kNotFound) return Outcome::Skipped(status.message());
+  return Outcome::Unknown(status.message());
+}
+
 }  // namespace railyard::validate::internal

@@ -1,5 +1,6 @@
 // The GPU health node checks read, from NVML loaded with dlopen at run time (never linked, so
-// Railyard builds and runs without NVIDIA's driver). Internal to node_env.cc.
+// Railyard builds and runs without NVIDIA's driver), and how GPU checks report its absence.
+// Internal to node_env.cc and checks/.
 //
 // Thread-safety: may run concurrently with itself (NVML's init/shutdown are reference-counted).
 #pragma once
@@ -9,6 +10,7 @@
 
 #include "railyard/base/status.h"
 #include "railyard/validate/node_env.h"
+#include "railyard/validate/verdict.h"
 
 namespace railyard::validate::internal {
 
@@ -17,5 +19,9 @@ namespace railyard::validate::internal {
 // (<library>)" when dlopen fails; UNIMPLEMENTED when a required entry point is missing;
 // UNAVAILABLE naming the call that failed.
 Result<std::vector<GpuState>> GpusFromNvml(const std::string& library);
+
+// What a GPU check says when NodeEnv::Gpus failed with `status`: SKIPPED "NVML not found
+// (...)" without the library (a host without NVIDIA's driver), UNKNOWN otherwise.
+Outcome NvmlUnavailable(const Status& status);
 
 }  // namespace railyard::validate::internal
