@@ -86,6 +86,7 @@ NodeReport RunNodeChecks(const Plan& plan, const std::string& host, const Profil
     } else {
       lock.unlock();
       r.thread.detach();
+      ++report.abandoned;
       result->outcome = Outcome::Unknown(
           fmt::format("did not finish within {} ms (its timeout)", r.planned->timeout.count()));
       result->elapsed = r.planned->timeout;

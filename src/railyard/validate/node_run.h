@@ -46,6 +46,9 @@ struct NodeReport {
   std::vector<CheckResult> checks;  // in the plan's order (sorted by id)
   Outcome overall;                  // Worst of the checks' outcomes
   std::chrono::milliseconds elapsed{0};
+  // Checks past their timeout whose threads still run. A command should end the process
+  // with _Exit after printing, rather than run static destructors under them.
+  int abandoned = 0;
 };
 
 // Runs the checks of `plan` in `options.categories` for `host` with its resolved `profile`.

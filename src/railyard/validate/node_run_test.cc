@@ -79,6 +79,7 @@ TEST_F(NodeRunTest, AHungCheckIsUnknownAtItsTimeoutAndTheRunFinishes) {
   EXPECT_EQ(r.checks[0].outcome.verdict, Verdict::kPass);
   EXPECT_EQ(r.checks[1].outcome.ToString(), "UNKNOWN: did not finish within 50 ms (its timeout)");
   EXPECT_EQ(r.overall.verdict, Verdict::kUnknown);
+  EXPECT_EQ(r.abandoned, 1);
   EXPECT_EQ(OneLineSummary(r),
             "railyard: node.hang UNKNOWN: did not finish within 50 ms (its timeout)");
 }
