@@ -114,6 +114,7 @@ fio_run() {  # $1 = rw (write|read), $2 = direct (0|1), $3 = psync|equal|work ->
   [ "$rw" = write ] && extra=(--end_fsync=1)
   if [ "$how" = work ]; then
     if [ "$rw" = write ]; then extra+=(--verify=xxhash --do_verify=0); else extra+=(--verify=xxhash); fi
+    extra+=(--verify_state_save=0)  # else fio leaves <job>-verify.state files in the cwd
   fi
   if [ "$how" = psync ]; then
     extra+=(--ioengine=psync --bs=4M --numjobs="$RANKS" --size="$PER_JOB")

@@ -33,6 +33,7 @@ void RegisterBenchCommand(CLI::App& app, Action* action);
 void RegisterBenchCommCommand(CLI::App* bench, Action* action);
 void RegisterCkptCommand(CLI::App& app, Action* action);
 void RegisterDataCommand(CLI::App& app, Action* action);
+void RegisterValidateCommand(CLI::App& app, Action* action);
 
 // Absolute path of the running railyard binary (for starting probes in namespaces).
 std::string SelfExecutable();

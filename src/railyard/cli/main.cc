@@ -9,8 +9,6 @@
 
 namespace railyard::cli {
 
-void RegisterValidateCommand(CLI::App& app, Action* action);  // validate_cmd.cc
-
 namespace {
 
 int Main(int argc, char** argv) {
