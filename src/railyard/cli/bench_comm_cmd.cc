@@ -227,7 +227,7 @@ Outcome RunWorker(const CommFlags& f) {
     };
   }
   CommFlags shown = f;
-  shown.use_vcluster = std::getenv("RAILYARD_VHOST") != nullptr;  // set on virtual hosts
+  shown.use_vcluster = cfg.virtual_host;
   if (c.rank() == 0 && !f.json) {
     o.on_timing_start = [](uint64_t size) {
       fmt::print("# timing {} bytes\n", size);

@@ -183,7 +183,9 @@ Result<BootstrapConfig> BootstrapConfigFromEnvironment(
   c.host = get("RAILYARD_HOST");
   // On a virtual host (`vcluster exec`, `bench comm --vcluster`) the namespace shares the
   // machine's host name: report the virtual host's, so errors name node2, not the machine.
-  if (c.host.empty()) c.host = get("RAILYARD_VHOST");
+  const std::string vhost = get("RAILYARD_VHOST");
+  c.virtual_host = !vhost.empty();
+  if (c.host.empty()) c.host = vhost;
   if (c.serve_store && c.store_address.empty()) {
     return InvalidArgument("RAILYARD_STORE_SERVE=1 needs RAILYARD_STORE=ip:port to listen on");
   }

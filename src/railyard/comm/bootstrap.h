@@ -49,7 +49,8 @@ struct BootstrapConfig {
   std::string ofi_domain;
   std::string job_id = "job";
   bool serve_store = false;
-  std::string host;  // empty: gethostname()
+  std::string host;           // empty: gethostname()
+  bool virtual_host = false;  // RAILYARD_VHOST is set: a host of a virtual cluster
   // Host-local and leader sub-communicators when ranks share hosts and span several.
   bool hierarchy = true;
   net::TcpOptions tcp;  // congestion from RAILYARD_TCP_CC; the rest left at their defaults

@@ -159,10 +159,16 @@ TEST(BootstrapConfigTest, HostComesFromRailyardHostElseVhost) {
   auto c = BootstrapConfigFromEnvironment(&env);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->host, "node2");
+  EXPECT_TRUE(c->virtual_host);
   env["RAILYARD_HOST"] = "gpu17";
   c = BootstrapConfigFromEnvironment(&env);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->host, "gpu17");
+  EXPECT_TRUE(c->virtual_host);
+  env.erase("RAILYARD_VHOST");
+  c = BootstrapConfigFromEnvironment(&env);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->virtual_host);
 }
 
 TEST(BootstrapConfigTest, TransportInterfaceOfiAndJobSettingsAreRead) {
