@@ -23,6 +23,7 @@
 #include "railyard/net/internal/failure_state.h"
 #include "railyard/net/internal/matcher.h"
 #include "railyard/net/internal/request_table.h"
+#include "railyard/net/internal/unit_joiner.h"
 #include "railyard/net/internal/unexpected_budget.h"
 #include "railyard/net/shm/shm_ring.h"
 #include "railyard/net/shm/shm_transport.h"

@@ -28,6 +28,7 @@
 #include "railyard/base/files.h"
 #include "railyard/net/buffer_pool.h"
 #include "railyard/net/handshake.h"
+#include "railyard/net/internal/unit_joiner.h"
 #include "railyard/net/tcp/wire.h"
 #include "railyard/net/transport.h"
 
