@@ -2,6 +2,7 @@
 // test, and a Run() that captures exit code and output with a deadline.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -9,9 +10,8 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "railyard/base/subprocess.h"
+#include "railyard/base/temp_dir_testing.h"  // base::ScopedTempDir, for the CLI tests
 
 namespace railyard::testing {
 
@@ -37,14 +37,6 @@ inline CliResult RunRailyard(const std::vector<std::string>& args,
   c.out = r->stdout_text;
   c.err = r->stderr_text;
   return c;
-}
-
-inline std::string MakeTempDir(const char* tag) {
-  std::string tmpl = std::string("/tmp/railyard-") + tag + "-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (::mkdtemp(buf.data()) == nullptr) return "";
-  return buf.data();
 }
 
 inline int CountLines(const std::string& s) {

@@ -157,12 +157,12 @@ TEST(BenchCommCli, LauncherKillsAStoppedRankAfterTheOthersFailed) {
 
 // Runs awk `program` over `text` (through a temporary file) and returns its output.
 std::string Awk(const std::string& program, const std::string& text) {
-  std::string dir = MakeTempDir("awk");
+  base::ScopedTempDir dir_tmp("awk");
+  const std::string& dir = dir_tmp.path();
   std::string path = dir + "/table.txt";
   std::ofstream(path) << text;
   auto r = base::RunCommand({.argv = {"awk", program, path}},
                             base::Deadline::After(std::chrono::seconds(30)));
-  std::filesystem::remove_all(dir);
   EXPECT_TRUE(r.ok() && r->exit_code == 0) << program;
   return r.ok() ? r->stdout_text : "";
 }

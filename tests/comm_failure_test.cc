@@ -6,10 +6,9 @@
 #include <signal.h>
 #include <stdlib.h>
 
-#include <filesystem>
-
 #include "railyard/base/hmac.h"
 #include "railyard/base/subprocess.h"
+#include "railyard/base/temp_dir_testing.h"
 #include "railyard/net/select.h"
 #include "railyard/net/store/tcp_store_server.h"
 
@@ -202,9 +201,9 @@ TEST(CommRendezvous, UnreachableStoreIsNamedAtTheDeadline) {
 // Ranks that meet through a file store on a shared directory, or through MASTER_ADDR and
 // MASTER_PORT (torchrun's variables) pointing at a store: the job runs and is correct.
 TEST(CommRendezvous, FileStoreAndMasterAddrBothWork) {
-  char dir_template[] = "/tmp/railyard-filestore-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir_template), nullptr);
-  const std::string dir = dir_template;
+  base::ScopedTempDir tmp("filestore");
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string& dir = tmp.path();
   auto server = net::TcpStoreServer::Start({.bind_ip = "127.0.0.1", .port = 0, .secret = "s"});
   ASSERT_TRUE(server.ok());
   const std::string address = (*server)->address();
@@ -238,7 +237,6 @@ TEST(CommRendezvous, FileStoreAndMasterAddrBothWork) {
       }
     }
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST(CommRendezvous, WrongSecretIsRefused) {

@@ -16,7 +16,7 @@ namespace {
 class CkptCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = MakeTempDir("ckcli");
+    dir_ = tmp_.path();
     ASSERT_FALSE(dir_.empty());
     storage::InProcessAgreementGroup group(1);
     storage::WriterOptions o;
@@ -26,12 +26,12 @@ class CkptCliTest : public ::testing::Test {
     ASSERT_TRUE(writer.ok()) << writer.status().ToString();
     for (int64_t step : {10, 20}) {
       for (size_t i = 0; i < data_.size(); ++i) data_[i] = static_cast<float>(i + step);
-      storage::TensorView v{.name = "w", .dtype = storage::DType::kF32, .shape = {4, 256},
-                            .data = data_.data()};
+      storage::TensorView v{
+          .name = "w", .dtype = storage::DType::kF32, .shape = {4, 256}, .data = data_.data()};
       ASSERT_TRUE((*writer)->Save(step, {&v, 1}, {{"loader", "epoch=1"}}).ok());
     }
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  base::ScopedTempDir tmp_{"ckcli"};
   std::string dir_;
   std::vector<float> data_ = std::vector<float>(4 * 256);
 };
@@ -54,8 +54,7 @@ TEST_F(CkptCliTest, ListVerifyExport) {
 }
 
 TEST_F(CkptCliTest, CorruptShardIsNamedWithTheFallbackStep) {
-  const std::string shard = dir_ + "/" + storage::StepDirName(20) + "/" +
-                            storage::ShardFileName(0);
+  const std::string shard = dir_ + "/" + storage::StepDirName(20) + "/" + storage::ShardFileName(0);
   {
     std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
     ASSERT_TRUE(f.good());
@@ -96,15 +95,16 @@ TEST_F(CkptCliTest, VerifyExitCodes) {
 }
 
 TEST(StorageCliBadInputTest, OneClearLine) {
-  std::string empty = MakeTempDir("ckempty");
+  base::ScopedTempDir empty_tmp("ckempty");
+  const std::string& empty = empty_tmp.path();
   CliResult notckpt = RunRailyard({"ckpt", "verify", empty});
   EXPECT_NE(notckpt.exit_code, 0);
   EXPECT_NE(notckpt.err.find("holds no checkpoint"), std::string::npos) << notckpt.err;
   CliResult step = RunRailyard({"ckpt", "export", empty, "--step", "3", "--out", empty + "/x"});
   EXPECT_NE(step.exit_code, 0);
   EXPECT_EQ(CountLines(step.err), 1) << step.err;
-  CliResult fmt = RunRailyard({"ckpt", "export", empty, "--step", "3", "--format", "pickle",
-                               "--out", empty + "/x"});
+  CliResult fmt = RunRailyard(
+      {"ckpt", "export", empty, "--step", "3", "--format", "pickle", "--out", empty + "/x"});
   EXPECT_EQ(fmt.exit_code, 2);
   EXPECT_NE(fmt.err.find("pickle"), std::string::npos);
   CliResult size = RunRailyard({"bench", "ckpt", "--dir", empty + "/b", "--size", "lots"});
@@ -113,8 +113,8 @@ TEST(StorageCliBadInputTest, OneClearLine) {
   CliResult touch = RunRailyard({"bench", "ckpt", "--dir", empty + "/b", "--touch"});
   EXPECT_NE(touch.exit_code, 0);
   EXPECT_NE(touch.err.find("--touch needs --async"), std::string::npos) << touch.err;
-  CliResult snap = RunRailyard({"bench", "ckpt", "--dir", empty + "/b", "--async",
-                                "--snapshot", "fork"});
+  CliResult snap =
+      RunRailyard({"bench", "ckpt", "--dir", empty + "/b", "--async", "--snapshot", "fork"});
   EXPECT_EQ(snap.exit_code, 2);
   EXPECT_NE(snap.err.find("--snapshot"), std::string::npos) << snap.err;
   CliResult pack = RunRailyard({"data", "pack", "--out", empty + "/d"});
@@ -126,13 +126,13 @@ TEST(StorageCliBadInputTest, OneClearLine) {
       << negative.err;
   EXPECT_EQ(negative.err.find("18446744073709551611"), std::string::npos) << negative.err;
   EXPECT_FALSE(std::filesystem::exists(empty + "/d"));
-  std::filesystem::remove_all(empty);
 }
 
 // As root, the benchmarks say that they will drop the machine's page cache before they do, and
 // --no-drop-caches keeps it. (The failing --ranks 0 run stops before any drop.)
 TEST(StorageCliBenchTest, CacheDropIsAnnouncedAndCanBeTurnedOff) {
-  std::string dir = MakeTempDir("ckdrop");
+  base::ScopedTempDir dir_tmp("ckdrop");
+  const std::string& dir = dir_tmp.path();
   CliResult warned = RunRailyard({"bench", "ckpt", "--ranks", "0", "--dir", dir + "/b"});
   EXPECT_EQ(warned.exit_code, 2) << warned.err;
   const bool root = ::geteuid() == 0;
@@ -144,11 +144,11 @@ TEST(StorageCliBenchTest, CacheDropIsAnnouncedAndCanBeTurnedOff) {
   EXPECT_EQ(quiet.exit_code, 2) << quiet.err;
   EXPECT_EQ(quiet.err.find("page cache"), std::string::npos) << quiet.err;
   EXPECT_EQ(CountLines(quiet.err), 1) << quiet.err;
-  std::filesystem::remove_all(dir);
 }
 
 TEST(StorageCliBenchTest, SmallCheckpointBenchReportsEveryKey) {
-  std::string dir = MakeTempDir("ckbench");
+  base::ScopedTempDir dir_tmp("ckbench");
+  const std::string& dir = dir_tmp.path();
   // --no-drop-caches: a test must not evict the machine's page cache.
   CliResult r =
       RunRailyard({"bench", "ckpt", "--ranks", "2", "--size", "4MiB", "--steps", "2", "--dir",
@@ -156,8 +156,8 @@ TEST(StorageCliBenchTest, SmallCheckpointBenchReportsEveryKey) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("page cache"), std::string::npos) << r.err;
   auto j = nlohmann::json::parse(r.out);
-  for (const char* k : {"write_gbps", "read_gbps", "save_ms", "stall_ms", "bytes", "ranks",
-                        "steps", "snapshot", "touch_ms", "touch_base_ms"}) {
+  for (const char* k : {"write_gbps", "read_gbps", "save_ms", "stall_ms", "bytes", "ranks", "steps",
+                        "snapshot", "touch_ms", "touch_base_ms"}) {
     EXPECT_TRUE(j.contains(k)) << k;
   }
   EXPECT_EQ(j["ranks"], 2);
@@ -166,7 +166,6 @@ TEST(StorageCliBenchTest, SmallCheckpointBenchReportsEveryKey) {
   // Write-protection where the kernel allows it, else the copy; either way named.
   EXPECT_TRUE(j["snapshot"] == "protect" || j["snapshot"] == "copy") << j.dump();
   EXPECT_FALSE(std::filesystem::exists(dir + "/b/step-00000002"));  // cleaned up
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -27,7 +27,8 @@ TEST(TopoCliTest, ShowAndExportsOfASlurmTree) {
       {"topo", "export", "--topology", kData + "/tree.conf", "--format", "railyard-yaml"});
   ASSERT_EQ(yaml.exit_code, 0) << yaml.err;
   // Railyard YAML -> Slurm conf again: the same tree.
-  std::string dir = MakeTempDir("topo");
+  base::ScopedTempDir dir_tmp("topo");
+  const std::string& dir = dir_tmp.path();
   std::string path = dir + "/t.yaml";
   ASSERT_EQ(RunRailyard({"topo", "export", "--topology", kData + "/tree.conf", "--format",
                          "railyard-yaml", "--out", path})
@@ -44,7 +45,6 @@ TEST(TopoCliTest, ShowAndExportsOfASlurmTree) {
   auto j = nlohmann::json::parse(labels.out);
   EXPECT_EQ(j["gpu07"]["railyard.io/leaf"], "leaf1");
   EXPECT_EQ(j["gpu07"]["railyard.io/spine"], "spine0");
-  std::filesystem::remove_all(dir);
 }
 
 const std::string kTopoData = kData + "/../../src/railyard/topo/testdata";
@@ -68,7 +68,8 @@ TEST(TopoCliTest, AwsExportsNameHostsFromTheHostMapAndRefuseInstanceIds) {
   EXPECT_EQ(conf.out.find("i-0a1b"), std::string::npos) << conf.out;
 
   // A map that lacks an instance: refused, naming the instance.
-  std::string dir = MakeTempDir("awshosts");
+  base::ScopedTempDir dir_tmp("awshosts");
+  const std::string& dir = dir_tmp.path();
   std::string partial = dir + "/hosts.txt";
   std::ofstream(partial) << "i-0a1b2c3d4e5f60001 gpu1\ni-0a1b2c3d4e5f60002 gpu2\n";
   ExpectOneLineError(RunRailyard({"topo", "export", "--topology", aws, "--aws-hosts", partial,
@@ -77,7 +78,6 @@ TEST(TopoCliTest, AwsExportsNameHostsFromTheHostMapAndRefuseInstanceIds) {
   ExpectOneLineError(RunRailyard({"topo", "export", "--topology", kData + "/tree.conf",
                                   "--aws-hosts", partial, "--format", "slurm-conf"}),
                      "--aws-hosts applies to AWS instance topology JSON");
-  std::filesystem::remove_all(dir);
 }
 
 TEST(TopoCliTest, AwsShowReportsSkippedInstancesOfAMixedFleet) {
@@ -128,7 +128,8 @@ TEST(TopoCliTest, PlaceKeepsASmallJobOnOneLeafAndOrdersRanks) {
 }
 
 TEST(TopoCliTest, PlaceReadsExclusionsFromAFile) {
-  std::string dir = MakeTempDir("excl");
+  base::ScopedTempDir dir_tmp("excl");
+  const std::string& dir = dir_tmp.path();
   {
     std::ofstream f(dir + "/bad_hosts");
     f << "# failed validation\ngpu[01-03]\n\ngpu05,gpu06\n";
@@ -150,7 +151,6 @@ TEST(TopoCliTest, PlaceReadsExclusionsFromAFile) {
   CliResult bad = RunRailyard({"place", "--topology", kData + "/tree.conf", "--nodes", "1",
                                "--exclude", "@" + dir + "/broken"});
   ExpectOneLineError(bad, "broken:2");
-  std::filesystem::remove_all(dir);
 }
 
 TEST(TopoCliTest, PlaceThatCannotFitExplainsWhy) {
