@@ -2,9 +2,8 @@
 // with the reason otherwise), over every transport that crosses hosts (tcp; ofi when built):
 // an allreduce across 4 virtual hosts gives correct results, and cutting one host's link in
 // the middle of the allreduce loop makes every survivor fail naming that host's rank.
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "cli_harness.h"
 #include "railyard/net/select.h"
@@ -29,8 +28,8 @@ class CommVclusterTest : public ::testing::Test {
   void SetUp() override {
     std::string reason = NetnsUnavailableReason();
     if (!reason.empty()) GTEST_SKIP() << reason;
-    auto up = RunRailyard({"vcluster", "up", "--prefix", kPrefix, "--hosts", "4", "--leaves",
-                           "2", "--leaf-rate", "none", "--spine-rate", "none", "--mode", "netns"});
+    auto up = RunRailyard({"vcluster", "up", "--prefix", kPrefix, "--hosts", "4", "--leaves", "2",
+                           "--leaf-rate", "none", "--spine-rate", "none", "--mode", "netns"});
     ASSERT_EQ(up.exit_code, 0) << up.err;
     up_ = true;
   }
@@ -65,16 +64,16 @@ TEST_F(CommVclusterTest, AllreduceAcrossHostsIsCorrect) {
 TEST_F(CommVclusterTest, CutLinkIsNamedByEverySurvivor) {
   for (const std::string& transport : InterHostTransports()) {
     base::SpawnOptions o;
-    o.argv = {RAILYARD_BINARY, "bench", "comm", "--vcluster", kPrefix, "--ranks", "4",
-              "--transport", transport, "--sizes", "256KiB", "--iters", "100000", "--timeout",
-              "2s"};
+    o.argv = {RAILYARD_BINARY, "bench",   "comm",        "--vcluster", kPrefix,
+              "--ranks",       "4",       "--transport", transport,    "--sizes",
+              "256KiB",        "--iters", "100000",      "--timeout",  "2s"};
     auto launcher = base::Child::Spawn(o);
     ASSERT_TRUE(launcher.ok()) << launcher.status().ToString();
     auto deadline = base::Deadline::After(seconds(60));
     for (;;) {
       auto line = launcher->ReadLine(deadline);
-      ASSERT_TRUE(line.ok()) << transport << ": ranks never started timing: "
-                             << line.status().ToString();
+      ASSERT_TRUE(line.ok()) << transport
+                             << ": ranks never started timing: " << line.status().ToString();
       if (line->rfind("# timing", 0) == 0) break;
     }
     auto cut = RunRailyard({"vcluster", "cut", "--prefix", kPrefix, "node2"});
@@ -92,8 +91,8 @@ TEST_F(CommVclusterTest, CutLinkIsNamedByEverySurvivor) {
         << transport << ": rank 0 does not name " << culprit << ": " << err;
     for (int survivor : {1, 3}) {
       size_t at = err.find(fmt::format("\n  rank {} (pid ", survivor));
-      ASSERT_NE(at, std::string::npos) << transport << ": no line for rank " << survivor << ": "
-                                       << err;
+      ASSERT_NE(at, std::string::npos)
+          << transport << ": no line for rank " << survivor << ": " << err;
       std::string line = err.substr(at + 1, err.find('\n', at + 1) - at - 1);
       EXPECT_NE(line.find(culprit), std::string::npos)
           << transport << ": rank " << survivor << " does not name " << culprit << ": " << line;

@@ -86,8 +86,8 @@ TEST_F(VclusterCliTest, LoopbackClusterRunsCommandsOnItsHosts) {
 }
 
 TEST_F(VclusterCliTest, LoopbackMatrixMeasuresEveryPair) {
-  ASSERT_EQ(RunRailyard(Vc({"up", "--mode", "loopback", "--hosts", "3", "--leaves", "1"})).exit_code,
-            0);
+  ASSERT_EQ(
+      RunRailyard(Vc({"up", "--mode", "loopback", "--hosts", "3", "--leaves", "1"})).exit_code, 0);
   CliResult m = RunRailyard(Vc({"matrix", "--per-pair", "50ms", "--port", "15201", "--json"}));
   ASSERT_EQ(m.exit_code, 0) << m.err;
   auto j = nlohmann::json::parse(m.out);
@@ -106,14 +106,18 @@ TEST_F(VclusterCliTest, CommandsOnAClusterThatIsNotUpSayHowToStartOne) {
 }
 
 TEST(CliHelpTest, EveryCommandHasHelpWithAnExample) {
-  for (std::vector<std::string> cmd :
-       {std::vector<std::string>{"--help"}, {"vcluster", "--help"}, {"vcluster", "up", "--help"},
-        {"vcluster", "exec", "--help"}, {"vcluster", "degrade", "--help"},
-        {"vcluster", "matrix", "--help"}, {"probe", "--help"}, {"demo", "--help"}}) {
+  for (std::vector<std::string> cmd : {std::vector<std::string>{"--help"},
+                                       {"vcluster", "--help"},
+                                       {"vcluster", "up", "--help"},
+                                       {"vcluster", "exec", "--help"},
+                                       {"vcluster", "degrade", "--help"},
+                                       {"vcluster", "matrix", "--help"},
+                                       {"probe", "--help"},
+                                       {"demo", "--help"}}) {
     CliResult r = RunRailyard(cmd);
     EXPECT_EQ(r.exit_code, 0) << cmd[0];
-    EXPECT_NE(r.out.find("Example"), std::string::npos) << "no example in help of " << cmd[0]
-                                                         << " " << (cmd.size() > 1 ? cmd[1] : "");
+    EXPECT_NE(r.out.find("Example"), std::string::npos)
+        << "no example in help of " << cmd[0] << " " << (cmd.size() > 1 ? cmd[1] : "");
   }
   CliResult unknown = RunRailyard({"vcluster", "explode"});
   EXPECT_EQ(unknown.exit_code, 2);

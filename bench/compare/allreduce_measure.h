@@ -2,8 +2,9 @@
 // `railyard bench comm --op allreduce --type f32`: the input values, the option parsing, the
 // expected result and its checks (the same as railyard's, comm/bench.h "Checking": the
 // untimed iteration in full, every timed one but the last at the first, last and 16
-// pseudo-random elements poisoned before the call, the last in full), and the JSON row. Header-only: each program is built on its
-// own by bench/compare_comm.sh (mpicxx or g++), not by CMake.
+// pseudo-random elements poisoned before the call, the last in full), and the JSON row.
+// Header-only: each program is built on its own by bench/compare_comm.sh (mpicxx or g++), not by
+// CMake.
 #pragma once
 
 #include <array>
@@ -30,8 +31,7 @@ struct Options {
 };
 
 // --sizes 4096,8192,... [--iters N] [--warmup N], and --timeout-s N where `with_timeout`.
-inline bool ParseOptions(int argc, char** argv, bool with_timeout, Options& o,
-                         std::string& error) {
+inline bool ParseOptions(int argc, char** argv, bool with_timeout, Options& o, std::string& error) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (i + 1 >= argc) {

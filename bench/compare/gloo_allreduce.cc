@@ -3,7 +3,8 @@
 // with like: f32 sum (gloo::sum<float>, Gloo's own reduction), separate input and output
 // buffers, the same input values, and per size one checked iteration, `--warmup` untimed ones,
 // a barrier, then `--iters` timed ones, each checked as railyard checks them
-// (allreduce_measure.h); the time of a size is the slowest rank's mean per iteration. Rank 0 prints one JSON array with the keys of `railyard bench comm --json`.
+// (allreduce_measure.h); the time of a size is the slowest rank's mean per iteration. Rank 0 prints
+// one JSON array with the keys of `railyard bench comm --json`.
 //
 // One process per rank, started by the caller with RANK and WORLD_SIZE in the environment;
 // ranks meet through a gloo::rendezvous::FileStore in GLOO_STORE_DIR (an empty directory) and
@@ -133,9 +134,11 @@ int main(int argc, char** argv) {
   const char* dir = std::getenv("GLOO_STORE_DIR");
   const char* host = std::getenv("GLOO_HOST");
   if (rank < 0 || n < 1 || rank >= n || dir == nullptr || *dir == '\0') {
-    std::fprintf(stderr, "gloo_allreduce: need RANK (0..WORLD_SIZE-1), WORLD_SIZE >= 1 and "
-                         "GLOO_STORE_DIR (an empty directory shared by the ranks) in the "
-                         "environment; got RANK=%d WORLD_SIZE=%d\n", rank, n);
+    std::fprintf(stderr,
+                 "gloo_allreduce: need RANK (0..WORLD_SIZE-1), WORLD_SIZE >= 1 and "
+                 "GLOO_STORE_DIR (an empty directory shared by the ranks) in the "
+                 "environment; got RANK=%d WORLD_SIZE=%d\n",
+                 rank, n);
     return 2;
   }
   // Gloo reports failures (a peer gone, a timeout) by throwing; name this rank and the store
@@ -144,8 +147,7 @@ int main(int argc, char** argv) {
     std::string json = Run(o, rank, n, dir, host != nullptr ? host : "127.0.0.1");
     if (rank == 0) std::fputs(json.c_str(), stdout);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "gloo_allreduce: rank %d of %d (store %s): %s\n", rank, n, dir,
-                 e.what());
+    std::fprintf(stderr, "gloo_allreduce: rank %d of %d (store %s): %s\n", rank, n, dir, e.what());
     return 1;
   }
   return 0;

@@ -54,13 +54,13 @@ int main(int argc, char** argv) {
     float* send = b.send.data();
     float* recv = b.recv.data();
     b.PoisonAll();
-    Check(MPI_Allreduce(send, recv, icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-          rank, "MPI_Allreduce (checked iteration)");
+    Check(MPI_Allreduce(send, recv, icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), rank,
+          "MPI_Allreduce (checked iteration)");
     // {wrong, checked}, summed over ranks after the timed loop.
     int64_t tally[2] = {b.Wrong(), static_cast<int64_t>(count)};
     for (int i = 0; i < o.warmup; ++i) {
-      Check(MPI_Allreduce(send, recv, icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-            rank, "MPI_Allreduce (warm-up)");
+      Check(MPI_Allreduce(send, recv, icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), rank,
+            "MPI_Allreduce (warm-up)");
     }
     b.PoisonAll();
     Check(MPI_Barrier(MPI_COMM_WORLD), rank, "MPI_Barrier");
@@ -69,8 +69,8 @@ int main(int argc, char** argv) {
       const bool sampled = i + 1 < o.iters;  // the last one is checked in full below
       compare::Samples at;
       if (sampled) at = b.PoisonSamples(o.sizes[s], i, rank);
-      Check(MPI_Allreduce(send, recv, icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
-            rank, "MPI_Allreduce (timed)");
+      Check(MPI_Allreduce(send, recv, icount, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), rank,
+            "MPI_Allreduce (timed)");
       if (sampled) tally[0] += b.WrongAt(at), tally[1] += at.n;
     }
     double seconds =

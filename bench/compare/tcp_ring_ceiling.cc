@@ -95,15 +95,15 @@ void MoveBytesPolling(const std::vector<int>& out, const std::vector<int>& in, c
     for (size_t i = 0; i < k; ++i) {
       if (fds[i].revents & (POLLOUT | POLLERR | POLLHUP)) {
         if (send_at[i] + chunk > send_size) send_at[i] = 0;
-        ssize_t n = send(out[i], sendbuf + send_at[i], std::min(chunk, want[i] - sent[i]),
-                         MSG_DONTWAIT);
+        ssize_t n =
+            send(out[i], sendbuf + send_at[i], std::min(chunk, want[i] - sent[i]), MSG_DONTWAIT);
         if (n < 0 && errno != EAGAIN && errno != EINTR) Die("send");
         if (n > 0) sent[i] += n, send_at[i] += n;
       }
       if (fds[k + i].revents & (POLLIN | POLLERR | POLLHUP)) {
         if (recv_at[i] + chunk > slice) recv_at[i] = 0;
-        ssize_t n = recv(in[i], recvbuf + i * slice + recv_at[i],
-                         std::min(chunk, want[i] - got[i]), MSG_DONTWAIT);
+        ssize_t n = recv(in[i], recvbuf + i * slice + recv_at[i], std::min(chunk, want[i] - got[i]),
+                         MSG_DONTWAIT);
         if (n == 0) Die("peer closed early");
         if (n < 0 && errno != EAGAIN && errno != EINTR) Die("recv");
         if (n > 0) got[i] += n, recv_at[i] += n;
@@ -140,15 +140,13 @@ double RunRank(int rank, int k, size_t bytes, size_t chunk, size_t buffer, bool 
   if (read(start_fd, &go, 1) != 1) Die("start pipe");
   auto t0 = std::chrono::steady_clock::now();
   if (polling) {
-    MoveBytesPolling(out, in, sendbuf.data(), sendbuf.size(), recvbuf.data(), slice, chunk,
-                     bytes);
+    MoveBytesPolling(out, in, sendbuf.data(), sendbuf.size(), recvbuf.data(), slice, chunk, bytes);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   std::vector<std::thread> threads;
   for (int i = 0; i < k; ++i) {
     size_t share = bytes / k + (i == 0 ? bytes % k : 0);
-    threads.emplace_back(TransferAll, true, out[i], sendbuf.data(), sendbuf.size(), chunk,
-                         share);
+    threads.emplace_back(TransferAll, true, out[i], sendbuf.data(), sendbuf.size(), chunk, share);
     threads.emplace_back(TransferAll, false, in[i], recvbuf.data() + i * slice, slice, chunk,
                          share);
   }
@@ -164,12 +162,18 @@ int main(int argc, char** argv) {
   bool polling = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--ranks") n = std::atoi(argv[i + 1]);
-    else if (a == "--streams") k = std::atoi(argv[i + 1]);
-    else if (a == "--bytes") bytes = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (a == "--chunk") chunk = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (a == "--buffer") buffer = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (a == "--cc") g_congestion = argv[i + 1];
+    if (a == "--ranks")
+      n = std::atoi(argv[i + 1]);
+    else if (a == "--streams")
+      k = std::atoi(argv[i + 1]);
+    else if (a == "--bytes")
+      bytes = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (a == "--chunk")
+      chunk = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (a == "--buffer")
+      buffer = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (a == "--cc")
+      g_congestion = argv[i + 1];
     else if (a == "--io") {
       std::string io = argv[i + 1];
       if (io != "poll" && io != "threads") {
@@ -178,8 +182,7 @@ int main(int argc, char** argv) {
         return 2;
       }
       polling = io == "poll";
-    }
-    else {
+    } else {
       std::fprintf(stderr, "tcp_ring_ceiling: unknown option '%s'\n", a.c_str());
       return 2;
     }

@@ -146,7 +146,6 @@ Result<YAML::Node> AsContainer(const Entry& entry, YAML::NodeType::value type,
                   YamlTypeName(entry.value)));
 }
 
-
 // "unknown key 'nmae' (did you mean 'name'? allowed: name, gpus)".
 std::string UnknownKeyMessage(std::string_view key,
                               std::initializer_list<std::string_view> allowed) {
@@ -423,8 +422,7 @@ Result<int64_t> RequireInt(const nlohmann::json& object, std::string_view key,
 Result<uint64_t> RequireUint64(const nlohmann::json& object, std::string_view key,
                                const FieldContext& ctx) {
   RY_ASSIGN_OR_RETURN(const nlohmann::json* value, JsonLookupRequired(object, key, ctx));
-  if (!value->is_number_unsigned() &&
-      !(value->is_number_integer() && value->get<int64_t>() >= 0)) {
+  if (!value->is_number_unsigned() && !(value->is_number_integer() && value->get<int64_t>() >= 0)) {
     return ctx.Child(key).Error("expected a non-negative integer");
   }
   return value->get<uint64_t>();

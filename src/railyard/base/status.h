@@ -13,30 +13,30 @@
 // turned into a Status. Thread-safety: values; no shared state.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
 
-#include <fmt/format.h>
-
 namespace railyard {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,    // bad input: a flag, a file, a field
-  kNotFound,           // a named thing (host, file, key) does not exist
-  kAlreadyExists,      // creating something that is already there
-  kFailedPrecondition, // the system is not in a state where this works (not root, not up)
-  kDeadlineExceeded,   // a wait ran past its deadline
-  kUnavailable,        // a peer, link or service cannot be reached (retry may help)
-  kAborted,            // the operation was aborted (by a peer or the user)
-  kDataLoss,           // corrupt or truncated data
-  kPermissionDenied,   // the OS refused
-  kResourceExhausted,  // out of memory, disk, descriptors
-  kUnimplemented,      // not supported in this build or mode
-  kInternal,           // a bug or an unexpected OS answer
+  kInvalidArgument,     // bad input: a flag, a file, a field
+  kNotFound,            // a named thing (host, file, key) does not exist
+  kAlreadyExists,       // creating something that is already there
+  kFailedPrecondition,  // the system is not in a state where this works (not root, not up)
+  kDeadlineExceeded,    // a wait ran past its deadline
+  kUnavailable,         // a peer, link or service cannot be reached (retry may help)
+  kAborted,             // the operation was aborted (by a peer or the user)
+  kDataLoss,            // corrupt or truncated data
+  kPermissionDenied,    // the OS refused
+  kResourceExhausted,   // out of memory, disk, descriptors
+  kUnimplemented,       // not supported in this build or mode
+  kInternal,            // a bug or an unexpected OS answer
 };
 
 // Short stable name, e.g. "INVALID_ARGUMENT".
@@ -77,9 +77,9 @@ class [[nodiscard]] Status {
 };
 
 // Constructors that format their message with fmt: InvalidArgument("bad {}", x).
-#define RY_DEFINE_STATUS_CTOR(Name, Code)                                          \
-  template <typename... Args>                                                      \
-  Status Name(fmt::format_string<Args...> format, Args&&... args) {                \
+#define RY_DEFINE_STATUS_CTOR(Name, Code)                                              \
+  template <typename... Args>                                                          \
+  Status Name(fmt::format_string<Args...> format, Args&&... args) {                    \
     return Status(StatusCode::Code, fmt::format(format, std::forward<Args>(args)...)); \
   }
 RY_DEFINE_STATUS_CTOR(InvalidArgument, kInvalidArgument)
@@ -106,7 +106,7 @@ Status ErrnoStatus(int err, std::string_view what);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : value_(std::move(status)) {  // NOLINT: implicit by design
     if (std::get<Status>(value_).ok()) {
       value_ = Status(StatusCode::kInternal, "Result constructed from an OK Status");
@@ -146,10 +146,10 @@ Status AsStatus(const Result<T>& r) {
 #define RY_CONCAT(a, b) RY_CONCAT_INNER(a, b)
 
 // Returns the Status (or a Result's error) from the enclosing function when not OK.
-#define RY_RETURN_IF_ERROR(expr)                                           \
-  do {                                                                     \
+#define RY_RETURN_IF_ERROR(expr)                                          \
+  do {                                                                    \
     ::railyard::Status ry_status_ = ::railyard::internal::AsStatus(expr); \
-    if (!ry_status_.ok()) return ry_status_;                               \
+    if (!ry_status_.ok()) return ry_status_;                              \
   } while (0)
 
 // RY_ASSIGN_OR_RETURN(auto x, MakeX()); declares x from a Result or returns its error.

@@ -1,8 +1,8 @@
 #include "railyard/base/status.h"
 
-#include <cerrno>
-
 #include <gtest/gtest.h>
+
+#include <cerrno>
 
 namespace railyard {
 namespace {

@@ -23,9 +23,8 @@ void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONB
 
 // Child side of fork: only async-signal-safe calls until exec. On failure the errno is
 // written to `report_fd` (close-on-exec, so a successful exec closes it silently).
-[[noreturn]] void ExecChild(char* const* argv, char* const* envp, const char* path,
-                            const char* cwd, int netns_fd, int out_w, int err_w, int report_fd,
-                            pid_t parent) {
+[[noreturn]] void ExecChild(char* const* argv, char* const* envp, const char* path, const char* cwd,
+                            int netns_fd, int out_w, int err_w, int report_fd, pid_t parent) {
   auto fail = [&](int stage) {
     int payload[2] = {stage, errno};
     ssize_t ignored = ::write(report_fd, payload, sizeof payload);
@@ -160,8 +159,8 @@ Result<Child> Child::Spawn(const SpawnOptions& options) {
   if (!options.netns_path.empty()) {
     netns.Reset(::open(options.netns_path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!netns.valid()) {
-      return ErrnoStatus(errno, fmt::format("cannot open network namespace '{}'",
-                                            options.netns_path));
+      return ErrnoStatus(errno,
+                         fmt::format("cannot open network namespace '{}'", options.netns_path));
     }
   }
   int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, report[2] = {-1, -1};
@@ -209,7 +208,7 @@ Result<Child> Child::Spawn(const SpawnOptions& options) {
   ::close(report[0]);
   if (n == static_cast<ssize_t>(sizeof payload)) {
     child.Reap();
-    const char* stage = payload[0] == 1 ? "enter network namespace"
+    const char* stage = payload[0] == 1   ? "enter network namespace"
                         : payload[0] == 2 ? "change directory"
                                           : "execute";
     return ErrnoStatus(payload[1], fmt::format("cannot {} for '{}'", stage, child.command_));
@@ -277,17 +276,20 @@ void Child::Reap() {
 
 void Child::DrainNonBlocking() {
   char buf[65536];
-  for (auto [fd, out, trunc] :
-       {std::tuple{&out_, &out_buf_, &out_truncated_}, std::tuple{&err_, &err_buf_, &err_truncated_}}) {
+  for (auto [fd, out, trunc] : {std::tuple{&out_, &out_buf_, &out_truncated_},
+                                std::tuple{&err_, &err_buf_, &err_truncated_}}) {
     while (fd->valid()) {
       ssize_t n = ::read(fd->get(), buf, sizeof buf);
       if (n > 0) {
         AppendCapped(out, buf, static_cast<size_t>(n), max_capture_, trunc);
         continue;
       }
-      if (n == 0) fd->Reset();  // EOF
-      else if (errno == EINTR) continue;
-      else if (errno != EAGAIN) fd->Reset();
+      if (n == 0)
+        fd->Reset();  // EOF
+      else if (errno == EINTR)
+        continue;
+      else if (errno != EAGAIN)
+        fd->Reset();
       break;
     }
   }
@@ -329,8 +331,10 @@ Result<ExitInfo> Child::Wait(Deadline deadline) {
   DrainNonBlocking();
   ExitInfo info;
   info.command = command_;
-  if (WIFSIGNALED(wait_status_)) info.signal = WTERMSIG(wait_status_);
-  else info.exit_code = WEXITSTATUS(wait_status_);
+  if (WIFSIGNALED(wait_status_))
+    info.signal = WTERMSIG(wait_status_);
+  else
+    info.exit_code = WEXITSTATUS(wait_status_);
   info.stdout_text = std::move(out_buf_);
   info.stderr_text = std::move(err_buf_);
   if (out_truncated_) info.stdout_text += "\n[railyard: output truncated]\n";

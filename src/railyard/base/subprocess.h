@@ -32,10 +32,10 @@ struct SpawnOptions {
   // Variables set (or overridden) on top of the inherited environment.
   std::vector<std::pair<std::string, std::string>> env;
   bool inherit_env = true;
-  std::string cwd;            // empty: inherit
-  std::string netns_path;     // e.g. /run/netns/ry-node0; empty: stay in ours
-  bool capture_stdout = true; // false: inherit our stdout
-  bool capture_stderr = true; // false: inherit our stderr
+  std::string cwd;             // empty: inherit
+  std::string netns_path;      // e.g. /run/netns/ry-node0; empty: stay in ours
+  bool capture_stdout = true;  // false: inherit our stdout
+  bool capture_stderr = true;  // false: inherit our stderr
   // Kill the child's process group once the child has exited, so that background
   // descendants do not outlive the command. Off for commands that must daemonise.
   bool kill_group_on_exit = true;

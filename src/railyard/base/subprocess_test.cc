@@ -1,11 +1,10 @@
 #include "railyard/base/subprocess.h"
 
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 namespace railyard::base {
 namespace {

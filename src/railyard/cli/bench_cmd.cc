@@ -1,7 +1,7 @@
 // `railyard bench ...`: the benchmarks that produce the figures in docs/performance.md.
+#include <fmt/format.h>
 #include <unistd.h>
 
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "railyard/base/checksum.h"
@@ -45,8 +45,9 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
   };
   auto f = std::make_shared<PlaceFlags>();
   CLI::App* p = bench->add_subcommand(
-      "place", "Placement speed on a generated fat tree and quality against the exhaustive "
-               "optimum and a Slurm-tree-style greedy baseline");
+      "place",
+      "Placement speed on a generated fat tree and quality against the exhaustive "
+      "optimum and a Slurm-tree-style greedy baseline");
   p->add_option("--nodes", f->o.nodes, "nodes of the generated fat tree")->capture_default_str();
   p->add_option("--gpus-per-node", f->o.gpus_per_node, "GPUs per node")->capture_default_str();
   p->add_option("--busy-percent", f->o.busy_percent, "nodes marked busy before timing")
@@ -143,7 +144,8 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
   ck->add_flag("--json", cf->json,
                "one object: write_gbps, read_gbps, save_ms, stall_ms, commit_ms, bytes, ranks, "
                "steps, xxh3 (and snapshot, touch_ms, touch_base_ms where they apply)");
-  ck->footer("Example:\n  railyard bench ckpt --ranks 2 --size 4GiB --dir /tmp/ckb --async --json\n");
+  ck->footer(
+      "Example:\n  railyard bench ckpt --ranks 2 --size 4GiB --dir /tmp/ckb --async --json\n");
   ck->callback([cf, action] {
     *action = [cf]() -> Outcome {
       auto size = base::ParseBytes(cf->size);
@@ -212,9 +214,7 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
       df->o.drop_caches = !df->keep_cache;
       if (df->o.drop_caches) WarnCacheDrop("data", "before each phase");
       if (!df->json) {
-        df->o.progress = [](std::string_view s) {
-          fmt::print(stderr, "  {}\n", s);
-        };
+        df->o.progress = [](std::string_view s) { fmt::print(stderr, "  {}\n", s); };
       }
       auto r = storage::RunDataBench(df->o);
       if (!r.ok()) return r.status();

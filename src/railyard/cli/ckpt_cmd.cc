@@ -66,8 +66,8 @@ Status Export(const CkptFlags& f) {
 }  // namespace
 
 void RegisterCkptCommand(CLI::App& app, Action* action) {
-  CLI::App* ck = app.add_subcommand(
-      "ckpt", "Checkpoints: list, verify every checksum, export to safetensors");
+  CLI::App* ck =
+      app.add_subcommand("ckpt", "Checkpoints: list, verify every checksum, export to safetensors");
   ck->require_subcommand(1);
   ck->footer(
       "Examples:\n"

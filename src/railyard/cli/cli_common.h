@@ -4,12 +4,11 @@
 // 1 for failures), or an explicit exit code (`vcluster exec` passes its command's through).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <string>
 #include <variant>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "railyard/base/status.h"
 

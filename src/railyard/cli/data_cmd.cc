@@ -1,8 +1,8 @@
 // `railyard data pack`: many small training samples -> large shard files with an index.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "railyard/base/progress.h"
 #include "railyard/base/units.h"

@@ -1,8 +1,8 @@
 // The `railyard` binary: parses the command line, sets up logging, runs one subcommand.
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <iostream>
-
-#include <fmt/format.h>
 
 #include "railyard/base/logging.h"
 #include "railyard/cli/cli_common.h"
@@ -58,8 +58,10 @@ int Main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
-    fmt::print(stderr, "railyard: error: {}\nRun 'railyard --help' (or 'railyard COMMAND --help') "
-               "for usage.\n", what);
+    fmt::print(stderr,
+               "railyard: error: {}\nRun 'railyard --help' (or 'railyard COMMAND --help') "
+               "for usage.\n",
+               what);
     return 2;
   }
 

@@ -1,5 +1,6 @@
 // `railyard place`: topology-aware gang placement of one job on a cluster's free capacity.
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "railyard/cli/cli_common.h"
@@ -51,8 +52,9 @@ Status RunPlace(const PlaceFlags& f) {
 void RegisterPlaceCommand(CLI::App& app, Action* action) {
   auto f = std::make_shared<PlaceFlags>();
   CLI::App* p = app.add_subcommand(
-      "place", "Place a gang of N nodes on a topology: all or nothing, fewest leaves, ranks "
-               "ordered by leaf");
+      "place",
+      "Place a gang of N nodes on a topology: all or nothing, fewest leaves, ranks "
+      "ordered by leaf");
   p->add_option("--topology", f->topology, "topology file (any supported format)")->required();
   p->add_option("--nodes", f->nodes, "nodes the job needs")->required();
   p->add_option("--gpus-per-node", f->gpus_per_node, "only nodes with at least this many GPUs");
@@ -72,9 +74,7 @@ void RegisterPlaceCommand(CLI::App& app, Action* action) {
       "  railyard place --topology topology.conf --nodes 16 --preferred leaf --json\n"
       "  railyard place --topology cluster.yaml --nodes 64 --required spine --exclude @bad_hosts\n"
       "Docs: docs/placement.md\n");
-  p->callback([f, action] {
-    *action = [f]() -> Outcome { return RunPlace(*f); };
-  });
+  p->callback([f, action] { *action = [f]() -> Outcome { return RunPlace(*f); }; });
 }
 
 }  // namespace railyard::cli

@@ -20,10 +20,13 @@ constexpr ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, Re
 // Small integers, exact in every type, so that any summation order gives the same bits.
 double Input(ReduceOp op, int rank, size_t i) {
   switch (op) {
-    case ReduceOp::kProd: return (rank < 2 && i % 3 == 0) ? 2 : 1;
+    case ReduceOp::kProd:
+      return (rank < 2 && i % 3 == 0) ? 2 : 1;
     case ReduceOp::kMin:
-    case ReduceOp::kMax: return static_cast<double>((rank * 13 + i * 7) % 11);
-    default: return static_cast<double>(1 + (rank * 7 + i * 3) % 5);
+    case ReduceOp::kMax:
+      return static_cast<double>((rank * 13 + i * 7) % 11);
+    default:
+      return static_cast<double>(1 + (rank * 7 + i * 3) % 5);
   }
 }
 
@@ -34,23 +37,37 @@ void Expected(DataType t, ReduceOp op, int n, size_t i, void* out, size_t at = S
   for (int r = 1; r < n; ++r) {
     double v = Input(op, r, i);
     switch (op) {
-      case ReduceOp::kSum: case ReduceOp::kAvg: acc += v; break;
-      case ReduceOp::kProd: acc *= v; break;
-      case ReduceOp::kMin: acc = std::min(acc, v); break;
-      case ReduceOp::kMax: acc = std::max(acc, v); break;
+      case ReduceOp::kSum:
+      case ReduceOp::kAvg:
+        acc += v;
+        break;
+      case ReduceOp::kProd:
+        acc *= v;
+        break;
+      case ReduceOp::kMin:
+        acc = std::min(acc, v);
+        break;
+      case ReduceOp::kMax:
+        acc = std::max(acc, v);
+        break;
     }
   }
   if (op != ReduceOp::kAvg || n == 1) return StoreValue(t, out, at, acc);
   switch (t) {
-    case DataType::kF32: return StoreValue(t, out, at, static_cast<float>(acc) / static_cast<float>(n));
-    case DataType::kF64: return StoreValue(t, out, at, acc / n);
+    case DataType::kF32:
+      return StoreValue(t, out, at, static_cast<float>(acc) / static_cast<float>(n));
+    case DataType::kF64:
+      return StoreValue(t, out, at, acc / n);
     case DataType::kF16:
-      static_cast<uint16_t*>(out)[at] = FloatToHalf(static_cast<float>(acc) / static_cast<float>(n));
+      static_cast<uint16_t*>(out)[at] =
+          FloatToHalf(static_cast<float>(acc) / static_cast<float>(n));
       return;
     case DataType::kBF16:
-      static_cast<uint16_t*>(out)[at] = FloatToBf16(static_cast<float>(acc) / static_cast<float>(n));
+      static_cast<uint16_t*>(out)[at] =
+          FloatToBf16(static_cast<float>(acc) / static_cast<float>(n));
       return;
-    default: return StoreValue(t, out, at, std::trunc(acc / n));
+    default:
+      return StoreValue(t, out, at, std::trunc(acc / n));
   }
 }
 
@@ -61,15 +78,16 @@ std::vector<char> Inputs(DataType t, ReduceOp op, int rank, size_t count, size_t
 }
 
 std::vector<size_t> Counts(int n, bool large) {
-  std::vector<size_t> c = {0, 1, 7, static_cast<size_t>(n > 1 ? n - 1 : 0),
-                           static_cast<size_t>(n + 1), 1000};
+  std::vector<size_t> c = {
+      0, 1, 7, static_cast<size_t>(n > 1 ? n - 1 : 0), static_cast<size_t>(n + 1), 1000};
   if (large) c.push_back((size_t{1} << 20) + 3);
   return c;
 }
 
 Status CheckBytes(const std::vector<char>& got, const std::vector<char>& want,
                   std::string_view what) {
-  if (got.size() != want.size()) return Internal("{}: size {} != {}", what, got.size(), want.size());
+  if (got.size() != want.size())
+    return Internal("{}: size {} != {}", what, got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     if (got[i] != want[i]) return Internal("{}: first wrong byte at {}", what, i);
   }
@@ -77,7 +95,6 @@ Status CheckBytes(const std::vector<char>& got, const std::vector<char>& want,
 }
 
 class CollectivesTest : public ::testing::TestWithParam<TestTransport> {};
-
 
 TEST_P(CollectivesTest, AllreduceEveryTypeOpAndSize) {
   for (int n = 1; n <= 8; ++n) {
@@ -94,9 +111,12 @@ TEST_P(CollectivesTest, AllreduceEveryTypeOpAndSize) {
               auto in = Inputs(t, op, c.rank(), count);
               std::vector<char> out(in.size()), want(in.size());
               for (size_t i = 0; i < count; ++i) Expected(t, op, n, i, want.data());
-              RY_RETURN_IF_ERROR(c.Allreduce(in.data(), out.data(), count, t, op, {.algorithm = a}));
-              RY_RETURN_IF_ERROR(CheckBytes(out, want, fmt::format("n={} {} {} count {} {}", n,
-                  DataTypeName(t), ReduceOpName(op), count, AlgorithmName(a))));
+              RY_RETURN_IF_ERROR(
+                  c.Allreduce(in.data(), out.data(), count, t, op, {.algorithm = a}));
+              RY_RETURN_IF_ERROR(
+                  CheckBytes(out, want,
+                             fmt::format("n={} {} {} count {} {}", n, DataTypeName(t),
+                                         ReduceOpName(op), count, AlgorithmName(a))));
               // In place.
               RY_RETURN_IF_ERROR(c.Allreduce(in.data(), in.data(), count, t, op, {.algorithm = a}));
               RY_RETURN_IF_ERROR(CheckBytes(in, want, "in place"));
@@ -136,8 +156,8 @@ TEST_P(CollectivesTest, ReduceScatterAllgatherBroadcastReduceAlltoall) {
             for (size_t i = 0; i < count; ++i) Expected(t, op, n, i, rwant.data());
             RY_RETURN_IF_ERROR(c.Reduce(rin.data(), rout.data(), count, t, op, root));
             if (r == root) {
-              RY_RETURN_IF_ERROR(CheckBytes(rout, rwant, fmt::format("reduce root {} {} {}", root,
-                                                                     ReduceOpName(op), what)));
+              RY_RETURN_IF_ERROR(CheckBytes(
+                  rout, rwant, fmt::format("reduce root {} {} {}", root, ReduceOpName(op), what)));
             }
           }
           // allgather: rank q contributes Inputs(q).
@@ -145,12 +165,13 @@ TEST_P(CollectivesTest, ReduceScatterAllgatherBroadcastReduceAlltoall) {
           std::vector<char> all(count * n * es), want(count * n * es);
           for (int q = 0; q < n; ++q) {
             auto theirs = Inputs(t, ReduceOp::kSum, q, count);
-            if (!theirs.empty()) std::memcpy(want.data() + q * count * es, theirs.data(), theirs.size());
+            if (!theirs.empty())
+              std::memcpy(want.data() + q * count * es, theirs.data(), theirs.size());
           }
           RY_RETURN_IF_ERROR(c.Allgather(mine.data(), all.data(), count, t));
           RY_RETURN_IF_ERROR(CheckBytes(all, want, "allgather " + what));
           // broadcast from every root (the large size: the first and last), both algorithms.
-          for (int root = 0; root < n; root += count > 100000 ? std::max(1, n - 1) : 1) {
+          for (int root = 0; root<n; root += count> 100000 ? std::max(1, n - 1) : 1) {
             for (Algorithm a : {Algorithm::kTree, Algorithm::kRing}) {
               auto buf = r == root ? Inputs(t, ReduceOp::kSum, root, count)
                                    : std::vector<char>(count * es, 0x5a);
@@ -166,7 +187,8 @@ TEST_P(CollectivesTest, ReduceScatterAllgatherBroadcastReduceAlltoall) {
               auto blk = Inputs(t, ReduceOp::kMin, r * 100 + j, count);
               if (!blk.empty()) std::memcpy(send.data() + j * count * es, blk.data(), blk.size());
               auto from = Inputs(t, ReduceOp::kMin, j * 100 + r, count);
-              if (!from.empty()) std::memcpy(awant.data() + j * count * es, from.data(), from.size());
+              if (!from.empty())
+                std::memcpy(awant.data() + j * count * es, from.data(), from.size());
             }
             RY_RETURN_IF_ERROR(c.Alltoall(send.data(), recv.data(), count, t));
             RY_RETURN_IF_ERROR(CheckBytes(recv, awant, "alltoall " + what));
@@ -195,9 +217,9 @@ TEST_P(CollectivesTest, SendRecvAroundTheRing) {
           if (r % 2 == 0) RY_RETURN_IF_ERROR(c.Send(mine.data(), count, t, next));
           RY_RETURN_IF_ERROR(c.Recv(got.data(), count, t, prev));
           if (r % 2 == 1) RY_RETURN_IF_ERROR(c.Send(mine.data(), count, t, next));
-          RY_RETURN_IF_ERROR(CheckBytes(got, Inputs(t, ReduceOp::kSum, prev, count),
-                                        fmt::format("n={} rank {} recv {} x {}", n, r, count,
-                                                    DataTypeName(t))));
+          RY_RETURN_IF_ERROR(
+              CheckBytes(got, Inputs(t, ReduceOp::kSum, prev, count),
+                         fmt::format("n={} rank {} recv {} x {}", n, r, count, DataTypeName(t))));
         }
       }
       return Status::Ok();
@@ -237,13 +259,13 @@ TEST_P(CollectivesTest, AsyncVariantsRunInIssueOrder) {
 
     std::vector<std::pair<std::string, std::shared_ptr<Work>>> works;
     for (auto& b : sums) {
-      works.emplace_back("allreduce", c.AllreduceAsync(b.data(), b.data(), count, t,
-                                                       ReduceOp::kSum));
+      works.emplace_back("allreduce",
+                         c.AllreduceAsync(b.data(), b.data(), count, t, ReduceOp::kSum));
     }
-    works.emplace_back("reduce", c.ReduceAsync(red_in.data(), red_out.data(), count, t,
-                                               ReduceOp::kMax, 1));
-    works.emplace_back("reduce_scatter", c.ReduceScatterAsync(rs_in.data(), rs_out.data(), count,
-                                                              t, ReduceOp::kProd));
+    works.emplace_back("reduce",
+                       c.ReduceAsync(red_in.data(), red_out.data(), count, t, ReduceOp::kMax, 1));
+    works.emplace_back("reduce_scatter", c.ReduceScatterAsync(rs_in.data(), rs_out.data(), count, t,
+                                                              ReduceOp::kProd));
     works.emplace_back("allgather", c.AllgatherAsync(ag_in.data(), ag_out.data(), count, t));
     works.emplace_back("broadcast", c.BroadcastAsync(bc.data(), count, t, 2));
     works.emplace_back("alltoall", c.AlltoallAsync(a2a_in.data(), a2a_out.data(), count, t));
@@ -376,7 +398,8 @@ TEST(Collectives, AlgorithmsAreCheckedPerOperation) {
   Status bad = CheckAlgorithm("allgather", Algorithm::kRecursiveDoubling);
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.message().find("allgather cannot run algorithm 'rd'; expected auto, ring"),
-            std::string::npos) << bad.ToString();
+            std::string::npos)
+      << bad.ToString();
   EXPECT_FALSE(CheckAlgorithm("allreduce", Algorithm::kTree).ok());
   EXPECT_FALSE(CheckAlgorithm("barrier", Algorithm::kRing).ok());
 
@@ -386,8 +409,8 @@ TEST(Collectives, AlgorithmsAreCheckedPerOperation) {
   ASSERT_TRUE(g.status.ok()) << g.status.ToString();
   auto st = RunCommRanksForTest(g, [&](Communicator& c) -> Status {
     float x = 1;
-    Status refused = c.Allreduce(&x, &x, 1, DataType::kF32, ReduceOp::kSum,
-                                 {.algorithm = Algorithm::kPairwise});
+    Status refused =
+        c.Allreduce(&x, &x, 1, DataType::kF32, ReduceOp::kSum, {.algorithm = Algorithm::kPairwise});
     if (refused.code() != StatusCode::kInvalidArgument) {
       return Internal("pairwise allreduce was not refused: {}", refused.ToString());
     }
@@ -427,8 +450,8 @@ TEST(Collectives, RingPiecesFollowPlacement) {
       for (size_t i = 0; i < count; ++i) {
         Expected(DataType::kF32, ReduceOp::kSum, 4, i, want.data());
       }
-      RY_RETURN_IF_ERROR(c.Allreduce(in.data(), out.data(), count, DataType::kF32,
-                                     ReduceOp::kSum, {.algorithm = Algorithm::kRing}));
+      RY_RETURN_IF_ERROR(c.Allreduce(in.data(), out.data(), count, DataType::kF32, ReduceOp::kSum,
+                                     {.algorithm = Algorithm::kRing}));
       RY_RETURN_IF_ERROR(CheckBytes(out, want, fmt::format("count {}", count)));
     }
     return Status::Ok();
@@ -485,7 +508,7 @@ TEST(Collectives, BadArgumentsAreRejected) {
 TEST(Collectives, HalfConversionsRoundToNearestEven) {
   EXPECT_EQ(FloatToHalf(1.0f), 0x3c00);
   EXPECT_EQ(FloatToHalf(65504.0f), 0x7bff);
-  EXPECT_EQ(FloatToHalf(65520.0f), 0x7c00);           // overflow to inf
+  EXPECT_EQ(FloatToHalf(65520.0f), 0x7c00);            // overflow to inf
   EXPECT_EQ(FloatToHalf(1.0f + 1.0f / 2048), 0x3c00);  // tie rounds to even
   EXPECT_EQ(FloatToHalf(5.96046448e-08f), 0x0001);     // smallest subnormal
   EXPECT_EQ(HalfToFloat(0x0001), 5.96046448e-08f);

@@ -35,8 +35,8 @@ HierJob MakeJob(const std::vector<int>& hosts) {
     j.locals.push_back(MakeCommGroupForTest(shm, hosts[h], o));
     EXPECT_TRUE(j.locals.back().status.ok()) << j.locals.back().status.ToString();
     for (int l = 0; l < hosts[h]; ++l) {
-      j.flat.ranks[first + l]->AttachHierarchy(
-          std::move(j.locals[h].ranks[l]), l == 0 ? std::move(j.leaders.ranks[h]) : nullptr);
+      j.flat.ranks[first + l]->AttachHierarchy(std::move(j.locals[h].ranks[l]),
+                                               l == 0 ? std::move(j.leaders.ranks[h]) : nullptr);
     }
     first += hosts[h];
   }
@@ -50,8 +50,8 @@ TEST(Hierarchy, AllreduceMatchesTheReferenceForEveryTypeAndOp) {
     const int n = static_cast<int>(j.flat.ranks.size());
     auto st = RunCommRanksForTest(j.flat, [&](Communicator& c) -> Status {
       if (!c.hierarchical()) return Internal("rank {}: no hierarchy attached", c.rank());
-      for (DataType t : {DataType::kF32, DataType::kF64, DataType::kBF16, DataType::kI32,
-                         DataType::kU8}) {
+      for (DataType t :
+           {DataType::kF32, DataType::kF64, DataType::kBF16, DataType::kI32, DataType::kU8}) {
         for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kAvg}) {
           for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{100003}}) {
             // Element i of rank r: 1 + (r + i) % 4; exact in every type.
@@ -100,8 +100,7 @@ TEST(Hierarchy, AbortReachesRanksWaitingInsideTheSubGroups) {
     // A deadline far beyond the test's run: only the abort can end these calls quickly, and
     // a timeout would be a different error code.
     return c.Allreduce(v.data(), v.data(), v.size(), DataType::kF32, ReduceOp::kSum,
-                       {.timeout = std::chrono::minutes(2),
-                        .algorithm = Algorithm::kHierarchical});
+                       {.timeout = std::chrono::minutes(2), .algorithm = Algorithm::kHierarchical});
   });
   for (int r = 0; r < 4; ++r) {
     EXPECT_EQ(st[r].code(), StatusCode::kAborted) << "rank " << r << ": " << st[r].ToString();

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <string>
 
-
 namespace railyard::comm {
 namespace {
 
@@ -17,9 +16,9 @@ struct TypeName {
   std::string_view name, alias;
 };
 constexpr TypeName kTypes[] = {
-    {DataType::kF32, "f32", "float"},  {DataType::kF64, "f64", "double"},
-    {DataType::kF16, "f16", "half"},   {DataType::kBF16, "bf16", "bfloat16"},
-    {DataType::kI32, "i32", "int32"},  {DataType::kI64, "i64", "int64"},
+    {DataType::kF32, "f32", "float"}, {DataType::kF64, "f64", "double"},
+    {DataType::kF16, "f16", "half"},  {DataType::kBF16, "bf16", "bfloat16"},
+    {DataType::kI32, "i32", "int32"}, {DataType::kI64, "i64", "int64"},
     {DataType::kU8, "u8", "uint8"},
 };
 constexpr std::string_view kOps[] = {"sum", "prod", "min", "max", "avg"};
@@ -87,10 +86,17 @@ void DivideHalf(void* data, size_t n, int ranks) {
 
 size_t SizeOf(DataType type) {
   switch (type) {
-    case DataType::kF32: case DataType::kI32: return 4;
-    case DataType::kF64: case DataType::kI64: return 8;
-    case DataType::kF16: case DataType::kBF16: return 2;
-    case DataType::kU8: return 1;
+    case DataType::kF32:
+    case DataType::kI32:
+      return 4;
+    case DataType::kF64:
+    case DataType::kI64:
+      return 8;
+    case DataType::kF16:
+    case DataType::kBF16:
+      return 2;
+    case DataType::kU8:
+      return 1;
   }
   return 1;
 }
@@ -117,8 +123,7 @@ Result<ReduceOp> ParseReduceOp(std::string_view text) {
   for (size_t i = 0; i < std::size(kOps); ++i) {
     if (text == kOps[i]) return static_cast<ReduceOp>(i);
   }
-  return InvalidArgument("unknown reduction '{}'; expected one of sum, prod, min, max, avg",
-                         text);
+  return InvalidArgument("unknown reduction '{}'; expected one of sum, prod, min, max, avg", text);
 }
 
 float HalfToFloat(uint16_t h) {
@@ -152,8 +157,8 @@ uint16_t FloatToHalf(float f) {
     return sign | 0x7c00 | (abs > 0x7f800000 ? 0x200 : 0);
   }
   if (abs >= 0x477ff000) return sign | 0x7c00;  // rounds to >= 65520: overflow to inf
-  if (abs < 0x38800000) {                        // below the smallest normal half
-    if (abs < 0x33000000) return sign;           // rounds to zero
+  if (abs < 0x38800000) {                       // below the smallest normal half
+    if (abs < 0x33000000) return sign;          // rounds to zero
     uint32_t mant = (abs & 0x7fffff) | 0x800000;
     int shift = 126 - static_cast<int>(abs >> 23);  // 14..24
     uint32_t half = mant >> shift;
@@ -179,38 +184,66 @@ uint16_t FloatToBf16(float f) {
 
 void StoreValue(DataType t, void* base, size_t i, double v) {
   switch (t) {
-    case DataType::kF32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
-    case DataType::kF64: static_cast<double*>(base)[i] = v; break;
-    case DataType::kF16: static_cast<uint16_t*>(base)[i] = FloatToHalf(static_cast<float>(v)); break;
-    case DataType::kBF16: static_cast<uint16_t*>(base)[i] = FloatToBf16(static_cast<float>(v)); break;
-    case DataType::kI32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
-    case DataType::kI64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
-    case DataType::kU8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v); break;
+    case DataType::kF32:
+      static_cast<float*>(base)[i] = static_cast<float>(v);
+      break;
+    case DataType::kF64:
+      static_cast<double*>(base)[i] = v;
+      break;
+    case DataType::kF16:
+      static_cast<uint16_t*>(base)[i] = FloatToHalf(static_cast<float>(v));
+      break;
+    case DataType::kBF16:
+      static_cast<uint16_t*>(base)[i] = FloatToBf16(static_cast<float>(v));
+      break;
+    case DataType::kI32:
+      static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v);
+      break;
+    case DataType::kI64:
+      static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v);
+      break;
+    case DataType::kU8:
+      static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v);
+      break;
   }
 }
 
 void Reduce(DataType type, ReduceOp op, void* out, const void* a, const void* b, size_t n) {
   switch (type) {
-    case DataType::kF32: return ReduceNative<float>(op, out, a, b, n);
-    case DataType::kF64: return ReduceNative<double>(op, out, a, b, n);
-    case DataType::kI32: return ReduceNative<int32_t>(op, out, a, b, n);
-    case DataType::kI64: return ReduceNative<int64_t>(op, out, a, b, n);
-    case DataType::kU8: return ReduceNative<uint8_t>(op, out, a, b, n);
-    case DataType::kF16: return ReduceHalf<HalfToFloat, FloatToHalf>(op, out, a, b, n);
-    case DataType::kBF16: return ReduceHalf<Bf16ToFloat, FloatToBf16>(op, out, a, b, n);
+    case DataType::kF32:
+      return ReduceNative<float>(op, out, a, b, n);
+    case DataType::kF64:
+      return ReduceNative<double>(op, out, a, b, n);
+    case DataType::kI32:
+      return ReduceNative<int32_t>(op, out, a, b, n);
+    case DataType::kI64:
+      return ReduceNative<int64_t>(op, out, a, b, n);
+    case DataType::kU8:
+      return ReduceNative<uint8_t>(op, out, a, b, n);
+    case DataType::kF16:
+      return ReduceHalf<HalfToFloat, FloatToHalf>(op, out, a, b, n);
+    case DataType::kBF16:
+      return ReduceHalf<Bf16ToFloat, FloatToBf16>(op, out, a, b, n);
   }
 }
 
 void FinishAverage(DataType type, ReduceOp op, void* data, size_t count, int ranks) {
   if (op != ReduceOp::kAvg || ranks <= 1) return;
   switch (type) {
-    case DataType::kF32: return Divide<float>(data, count, ranks);
-    case DataType::kF64: return Divide<double>(data, count, ranks);
-    case DataType::kI32: return Divide<int32_t>(data, count, ranks);
-    case DataType::kI64: return Divide<int64_t>(data, count, ranks);
-    case DataType::kU8: return Divide<uint8_t>(data, count, ranks);
-    case DataType::kF16: return DivideHalf<HalfToFloat, FloatToHalf>(data, count, ranks);
-    case DataType::kBF16: return DivideHalf<Bf16ToFloat, FloatToBf16>(data, count, ranks);
+    case DataType::kF32:
+      return Divide<float>(data, count, ranks);
+    case DataType::kF64:
+      return Divide<double>(data, count, ranks);
+    case DataType::kI32:
+      return Divide<int32_t>(data, count, ranks);
+    case DataType::kI64:
+      return Divide<int64_t>(data, count, ranks);
+    case DataType::kU8:
+      return Divide<uint8_t>(data, count, ranks);
+    case DataType::kF16:
+      return DivideHalf<HalfToFloat, FloatToHalf>(data, count, ranks);
+    case DataType::kBF16:
+      return DivideHalf<Bf16ToFloat, FloatToBf16>(data, count, ranks);
   }
 }
 

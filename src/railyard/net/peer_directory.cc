@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-
 #include <nlohmann/json.hpp>
 
 #include "railyard/base/files.h"
@@ -33,16 +32,15 @@ std::string LocalBootId() {
   return id;
 }
 
-Result<std::vector<PeerInfo>> ExchangePeerInfo(Store& store, const std::string& prefix,
-                                               int rank, int size, PeerInfo self,
-                                               const std::string& host,
+Result<std::vector<PeerInfo>> ExchangePeerInfo(Store& store, const std::string& prefix, int rank,
+                                               int size, PeerInfo self, const std::string& host,
                                                base::Deadline deadline) {
   self.rank = rank;
   self.pid = static_cast<int>(::getpid());
   self.host = host.empty() ? LocalHostName() : host;
   self.boot_id = LocalBootId();
-  nlohmann::json j = {{"host", self.host}, {"pid", self.pid}, {"address", self.address},
-                      {"boot_id", self.boot_id}};
+  nlohmann::json j = {
+      {"host", self.host}, {"pid", self.pid}, {"address", self.address}, {"boot_id", self.boot_id}};
   RY_RETURN_IF_ERROR(store.Set(fmt::format("{}/peer/{}", prefix, rank), j.dump(), deadline));
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r) keys.push_back(fmt::format("{}/peer/{}", prefix, r));
@@ -50,22 +48,22 @@ Result<std::vector<PeerInfo>> ExchangePeerInfo(Store& store, const std::string& 
   Status waited = store.Wait(keys, deadline, &missing_keys);
   if (!waited.ok()) {
     std::vector<int> missing = MissingRanks(keys, missing_keys);
-    std::string who = missing.empty()
-                          ? std::string()
-                          : fmt::format("rank{} {} never published (not started, or cannot "
-                                        "reach the store); ",
-                                        missing.size() == 1 ? "" : "s", DescribeRanks(missing));
+    std::string who = missing.empty() ? std::string()
+                                      : fmt::format(
+                                            "rank{} {} never published (not started, or cannot "
+                                            "reach the store); ",
+                                            missing.size() == 1 ? "" : "s", DescribeRanks(missing));
     return Status(waited.code(),
                   fmt::format("rank {} waiting for all {} ranks to publish their addresses: "
-                              "{}{}", rank, size, who, waited.message()));
+                              "{}{}",
+                              rank, size, who, waited.message()));
   }
   std::vector<PeerInfo> all(size);
   for (int r = 0; r < size; ++r) {
     RY_ASSIGN_OR_RETURN(std::string text, store.Get(keys[r], deadline));
     nlohmann::json pj = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (!pj.is_object() || !pj.contains("host") || !pj["host"].is_string() ||
-        !pj.contains("pid") || !pj["pid"].is_number_integer() || !pj.contains("address") ||
-        !pj["address"].is_string()) {
+    if (!pj.is_object() || !pj.contains("host") || !pj["host"].is_string() || !pj.contains("pid") ||
+        !pj["pid"].is_number_integer() || !pj.contains("address") || !pj["address"].is_string()) {
       return DataLoss("{}: key '{}' does not hold a peer record (host, pid, address): '{}'",
                       store.Describe(), keys[r], text.substr(0, 200));
     }

@@ -21,9 +21,8 @@ namespace railyard::net {
 // Fills self.rank, self.pid, self.host (from `host`, else gethostname()) and self.boot_id,
 // and exchanges.
 // Returns every rank's PeerInfo indexed by rank.
-Result<std::vector<PeerInfo>> ExchangePeerInfo(Store& store, const std::string& prefix,
-                                               int rank, int size, PeerInfo self,
-                                               const std::string& host,
+Result<std::vector<PeerInfo>> ExchangePeerInfo(Store& store, const std::string& prefix, int rank,
+                                               int size, PeerInfo self, const std::string& host,
                                                base::Deadline deadline);
 
 // The ranks whose keys (keys_by_rank[r] is rank r's) are in `missing`, ascending.

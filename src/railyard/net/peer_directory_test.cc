@@ -1,8 +1,7 @@
 #include "railyard/net/peer_directory.h"
 
-#include <unistd.h>
-
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>

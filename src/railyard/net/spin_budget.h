@@ -2,8 +2,8 @@
 // ended.
 //
 // Polling first pays when the awaited data is microseconds away (a 4 KiB allreduce on
-// loopback, 2 ranks: 24 us against 50 sleeping at once), and costs when it is milliseconds away: on 1 Gbit
-// links a 128 KiB piece takes about 1 ms, and 4 ranks polling for every piece spent most of
+// loopback, 2 ranks: 24 us against 50 sleeping at once), and costs when it is milliseconds away: on
+// 1 Gbit links a 128 KiB piece takes about 1 ms, and 4 ranks polling for every piece spent most of
 // a 2-core host in epoll_wait and sched_yield (perf: about 70% of samples), leaving the
 // network stack short of CPU. So the budget follows the waits, additive increase and
 // multiplicative decrease as in TCP's congestion window:

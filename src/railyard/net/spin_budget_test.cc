@@ -34,7 +34,7 @@ TEST(SpinBudget, WaitsServedByPollingGrowItBackStepByStep) {
 TEST(SpinBudget, AWaitThatNeededMostOfTheBudgetDoublesIt) {
   SpinBudget b(100);
   for (int i = 0; i < 10; ++i) b.Slept();
-  b.FinishedAfter(4);  // all of the floor's 4 polls
+  b.FinishedAfter(4);        // all of the floor's 4 polls
   EXPECT_EQ(b.polls(), 12);  // + kStep beats 2 x 4
   b.FinishedAfter(11);
   EXPECT_EQ(b.polls(), 22);  // 2 x 11 beats + kStep

@@ -1,10 +1,10 @@
 #include "railyard/place/baseline.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <functional>
 #include <set>
-
-#include <fmt/format.h>
 
 namespace railyard::place {
 namespace {

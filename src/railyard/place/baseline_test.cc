@@ -1,8 +1,8 @@
 #include "railyard/place/baseline.h"
 
-#include <algorithm>
-
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "railyard/place/fattree.h"
 #include "railyard/place/placement.h"

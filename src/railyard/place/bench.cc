@@ -4,9 +4,8 @@
 #include <chrono>
 #include <deque>
 #include <iterator>
-#include <random>
-
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "railyard/place/baseline.h"
 #include "railyard/place/fattree.h"

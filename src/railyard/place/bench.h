@@ -23,7 +23,6 @@
 #pragma once
 
 #include <cstdint>
-
 #include <nlohmann/json_fwd.hpp>
 
 namespace railyard::place {

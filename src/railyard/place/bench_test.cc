@@ -1,6 +1,7 @@
 #include "railyard/place/bench.h"
 
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 namespace railyard::place {

@@ -1,12 +1,12 @@
 #include "railyard/place/fattree.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
-
-#include <fmt/format.h>
 
 namespace railyard::place {
 namespace {

@@ -1,12 +1,12 @@
 #include "railyard/place/placement.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <set>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <set>
 
 namespace railyard::place {
 namespace {

@@ -1,12 +1,12 @@
 #include "railyard/place/placement.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "railyard/place/baseline.h"
 #include "railyard/place/fattree.h"

@@ -27,9 +27,9 @@ Status CombineRankStatuses(std::string_view round, int my_rank,
   }
   std::string missing_text;
   if (!missing.empty()) {
-    missing_text = fmt::format("rank{} {} of {} did not report before the deadline",
-                               missing.size() > 1 ? "s" : "", fmt::join(missing, ", "),
-                               statuses.size());
+    missing_text =
+        fmt::format("rank{} {} of {} did not report before the deadline",
+                    missing.size() > 1 ? "s" : "", fmt::join(missing, ", "), statuses.size());
   }
   if (first_failed >= 0) {
     std::string more = failed > 1 ? fmt::format(" (and {} more ranks failed)", failed - 1) : "";
@@ -129,8 +129,10 @@ Result<std::unique_ptr<FileAgreement>> FileAgreement::Create(Fs* fs, std::string
     return InvalidArgument("file agreement: rank {} is outside world size {}", rank, world_size);
   }
   if (run_id.empty() || SafeLabel(run_id) != run_id) {
-    return InvalidArgument("file agreement: run id '{}' must be non-empty and use only letters, "
-                           "digits, '-' and '_'", run_id);
+    return InvalidArgument(
+        "file agreement: run id '{}' must be non-empty and use only letters, "
+        "digits, '-' and '_'",
+        run_id);
   }
   std::string agree_dir = dir + "/.agree";
   std::string root = agree_dir + "/" + run_id;
@@ -163,8 +165,8 @@ Status FileAgreement::AllOk(std::string_view round, const Status& mine, base::De
   // ignores them. So they need to be visible whole (write, then rename), not durable, and
   // the round costs no fsync.
   RY_RETURN_IF_ERROR(fs_->CreateDir(round_dir).WithContext("agreement"));
-  const std::string marker = fmt::format("{}/rank-{:05d}.{}", round_dir, rank_,
-                                         mine.ok() ? "ok" : "err");
+  const std::string marker =
+      fmt::format("{}/rank-{:05d}.{}", round_dir, rank_, mine.ok() ? "ok" : "err");
   std::string content =
       mine.ok() ? "ok\n" : fmt::format("{}\n{}", static_cast<int>(mine.code()), mine.message());
   RY_RETURN_IF_ERROR(WriteMarker(marker, content).WithContext("agreement"));

@@ -128,10 +128,10 @@ Status AsyncSaver::SaveAsync(int64_t step, std::span<const TensorView> pieces,
     total = AlignUp(total + v.byte_size(), kDirectIoAlignment);
   }
   if (total > options_.max_staging_bytes) {
-    return ResourceExhausted("async save of step {} needs {} of staging memory, the limit is {} "
-                             "(AsyncSaverOptions.max_staging_bytes)", step,
-                             base::FormatBytes(total),
-                             base::FormatBytes(options_.max_staging_bytes));
+    return ResourceExhausted(
+        "async save of step {} needs {} of staging memory, the limit is {} "
+        "(AsyncSaverOptions.max_staging_bytes)",
+        step, base::FormatBytes(total), base::FormatBytes(options_.max_staging_bytes));
   }
   RY_RETURN_IF_ERROR(staging_.Resize(total));
   const auto copy_start = base::Clock::now();

@@ -73,9 +73,9 @@ struct AsyncSaverOptions {
 
 struct AsyncSaverStats {
   int64_t last_step = -1;
-  double last_stall_seconds = 0;  // SaveAsync's duration: wait for the previous save + copy
-  double last_wait_seconds = 0;   // back-pressure part of the stall
-  double last_copy_seconds = 0;   // copy (or write-protect) part of the stall
+  double last_stall_seconds = 0;      // SaveAsync's duration: wait for the previous save + copy
+  double last_wait_seconds = 0;       // back-pressure part of the stall
+  double last_copy_seconds = 0;       // copy (or write-protect) part of the stall
   bool last_write_protected = false;  // the last save used kWriteProtect (no fallback)
   // kWriteProtect: 2 MiB chunks of the last finished save that the training thread wrote to
   // before the background copied them (each such write waited for that chunk's copy).

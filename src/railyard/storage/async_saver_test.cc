@@ -137,7 +137,7 @@ TEST_F(AsyncSaverTest, ImmutableViewsAreWrittenInPlace) {
                                    {"s", DType::kF32, {3000}, {}, {}, snapshot.data()}};
   views[1].immutable = true;
   ASSERT_TRUE(saver->SaveAsync(1, views).ok());
-  std::fill(w.begin(), w.end(), -1.0f);  // allowed: w was copied
+  std::fill(w.begin(), w.end(), -1.0f);                 // allowed: w was copied
   EXPECT_EQ(saver->stats().last_copied_bytes, 40960u);  // w only, rounded up to 4 KiB
   ASSERT_TRUE(saver->Wait().ok());
   EXPECT_EQ(ReadW(1), std::vector<float>(10000, 1.0f));

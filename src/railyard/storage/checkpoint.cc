@@ -31,14 +31,15 @@ Status NormalizeView(const TensorView& in, TensorView* out) {
   }
   const size_t n = in.shape.size();
   if (out->offsets.size() != n || out->sizes.size() != n) {
-    return InvalidArgument("tensor '{}' has {} dimensions but the piece has {} offsets and {} "
-                           "sizes", in.name, n, out->offsets.size(), out->sizes.size());
+    return InvalidArgument(
+        "tensor '{}' has {} dimensions but the piece has {} offsets and {} "
+        "sizes",
+        in.name, n, out->offsets.size(), out->sizes.size());
   }
   auto count = ElementCount(in.shape);
   if (!count.ok()) return InvalidArgument("tensor '{}': {}", in.name, count.status().message());
   for (size_t d = 0; d < n; ++d) {
-    if (out->offsets[d] < 0 || out->sizes[d] < 0 ||
-        out->offsets[d] + out->sizes[d] > in.shape[d]) {
+    if (out->offsets[d] < 0 || out->sizes[d] < 0 || out->offsets[d] + out->sizes[d] > in.shape[d]) {
       return InvalidArgument("tensor '{}' of shape [{}]: piece {} is out of bounds in dim {}",
                              in.name, fmt::join(in.shape, ", "),
                              FormatExtent(out->offsets, out->sizes), d);
@@ -145,12 +146,12 @@ Result<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Open(WriterOptions o
   if (options.agreement != nullptr && (options.agreement->rank() != options.rank ||
                                        options.agreement->world_size() != options.world_size)) {
     return InvalidArgument("checkpoint writer: the agreement is for rank {} of {}, not {} of {}",
-                           options.agreement->rank(), options.agreement->world_size(),
-                           options.rank, options.world_size);
+                           options.agreement->rank(), options.agreement->world_size(), options.rank,
+                           options.world_size);
   }
   while (options.dir.size() > 1 && options.dir.back() == '/') options.dir.pop_back();
-  options.extent_bytes = AlignUp(std::max<uint64_t>(options.extent_bytes, kDirectIoAlignment),
-                                 kDirectIoAlignment);
+  options.extent_bytes =
+      AlignUp(std::max<uint64_t>(options.extent_bytes, kDirectIoAlignment), kDirectIoAlignment);
   std::unique_ptr<Fs> owned;
   if (options.fs == nullptr) {
     RY_RETURN_IF_ERROR(ValidateStripeOptions(options.stripe));
@@ -227,8 +228,8 @@ Status CheckpointWriter::WriteLocal(int64_t step, std::span<const TensorView> pi
   index.metadata = metadata;
   std::set<std::pair<std::string, std::vector<int64_t>>> seen;
   for (size_t i = 0; i < pieces.size(); ++i) {
-    RY_RETURN_IF_ERROR(NormalizeView(pieces[i], &views[i]).WithContext(
-        fmt::format("rank {} step {}", options_.rank, step)));
+    RY_RETURN_IF_ERROR(NormalizeView(pieces[i], &views[i])
+                           .WithContext(fmt::format("rank {} step {}", options_.rank, step)));
     const TensorView& v = views[i];
     if (const TensorInfo* t = index.FindTensor(v.name)) {
       if (t->dtype != v.dtype || t->shape != v.shape) {
@@ -241,8 +242,8 @@ Status CheckpointWriter::WriteLocal(int64_t step, std::span<const TensorView> pi
       index.tensors.push_back({v.name, v.dtype, v.shape});
     }
     if (!seen.insert({v.name, v.offsets}).second) {
-      return InvalidArgument("rank {} step {}: tensor '{}' piece {} is given twice",
-                             options_.rank, step, v.name, FormatExtent(v.offsets, v.sizes));
+      return InvalidArgument("rank {} step {}: tensor '{}' piece {} is given twice", options_.rank,
+                             step, v.name, FormatExtent(v.offsets, v.sizes));
     }
   }
   const std::string final_dir = options_.dir + "/" + StepDirName(step);
@@ -291,8 +292,8 @@ Status CheckpointWriter::WriteShard(const std::string& path, std::span<const Ten
     const auto* src = static_cast<const uint8_t*>(views[i].data);
     PieceInfo* info = &(*infos)[i];
     for (uint64_t done = 0; done < info->length; done += extent) {
-      writes.push_back({info->byte_offset + done, src + done,
-                        std::min(extent, info->length - done)});
+      writes.push_back(
+          {info->byte_offset + done, src + done, std::min(extent, info->length - done)});
     }
   }
   const bool write_behind = !f->direct() && options_.write_behind_bytes > 0;
@@ -369,18 +370,19 @@ Status CheckpointWriter::Commit(int64_t step) {
       return part.status().WithContext(fmt::format("step {}: piece list of rank {}", step, r));
     }
     if (part->step != step || part->world_size != options_.world_size || part->rank != r) {
-      return DataLoss("{}: expected step {} rank {} of {}, found step {} rank {} of {}", path,
-                      step, r, options_.world_size, part->step, part->rank, part->world_size);
+      return DataLoss("{}: expected step {} rank {} of {}, found step {} rank {} of {}", path, step,
+                      r, options_.world_size, part->step, part->rank, part->world_size);
     }
     for (TensorInfo& t : part->tensors) {
       const TensorInfo* have = merged.FindTensor(t.name);
       if (have == nullptr) {
         merged.tensors.push_back(std::move(t));
       } else if (have->dtype != t.dtype || have->shape != t.shape) {
-        return InvalidArgument("step {}: tensor '{}' is {} [{}] on rank {} but {} [{}] on an "
-                               "earlier rank", step, t.name, DTypeName(t.dtype),
-                               fmt::join(t.shape, ", "), r, DTypeName(have->dtype),
-                               fmt::join(have->shape, ", "));
+        return InvalidArgument(
+            "step {}: tensor '{}' is {} [{}] on rank {} but {} [{}] on an "
+            "earlier rank",
+            step, t.name, DTypeName(t.dtype), fmt::join(t.shape, ", "), r, DTypeName(have->dtype),
+            fmt::join(have->shape, ", "));
       }
     }
     for (PieceInfo& p : part->pieces) merged.pieces.push_back(std::move(p));
@@ -389,9 +391,10 @@ Status CheckpointWriter::Commit(int64_t step) {
       if (inserted) {
         meta_rank[key] = r;
       } else if (it->second != value) {
-        return InvalidArgument("step {}: metadata key '{}' is '{}' on rank {} but '{}' on rank "
-                               "{}; use a key per rank", step, key, it->second, meta_rank[key],
-                               value, r);
+        return InvalidArgument(
+            "step {}: metadata key '{}' is '{}' on rank {} but '{}' on rank "
+            "{}; use a key per rank",
+            step, key, it->second, meta_rank[key], value, r);
       }
     }
   }

@@ -92,7 +92,7 @@ struct WriterOptions {
   // parallel, each sequentially (the copy into the page cache is CPU-bound, so more threads
   // than cores per node only contend).
   int io_threads = 4;
-  uint64_t extent_bytes = 8 << 20;   // largest single write; rounded up to 4 KiB
+  uint64_t extent_bytes = 8 << 20;  // largest single write; rounded up to 4 KiB
   // Buffered writes: every this many bytes a writer starts writeback of what it just wrote
   // (sync_file_range) and, two windows behind, waits for it and drops those pages from the
   // page cache. The final fsync then has little left to flush, and a save does not evict the
@@ -102,17 +102,17 @@ struct WriterOptions {
   // fallocate the shard before writing, so a full disk fails before any data is written and
   // parallel extents land contiguously.
   bool preallocate = true;
-  int keep_last = 0;                 // retention after each commit; 0 keeps every step
+  int keep_last = 0;  // retention after each commit; 0 keeps every step
   base::Duration agreement_timeout = std::chrono::minutes(10);
 };
 
 struct SaveStats {
   int64_t step = -1;
-  uint64_t bytes = 0;          // payload bytes this rank wrote
-  double write_seconds = 0;    // shard + piece list written and fsynced
-  double commit_seconds = 0;   // agreement, manifest, rename, `latest`
+  uint64_t bytes = 0;         // payload bytes this rank wrote
+  double write_seconds = 0;   // shard + piece list written and fsynced
+  double commit_seconds = 0;  // agreement, manifest, rename, `latest`
   double total_seconds = 0;
-  bool direct = false;         // O_DIRECT was in effect for the shard
+  bool direct = false;  // O_DIRECT was in effect for the shard
   // Rank 0: a problem after the commit point that did not undo the commit (`latest` could not
   // be rewritten, retention failed); also logged. Empty when there was none.
   std::string warning;
@@ -164,10 +164,10 @@ class CheckpointWriter {
 
 // ---- Names inside a checkpoint directory ----
 
-std::string StepDirName(int64_t step);    // "step-00000100"
+std::string StepDirName(int64_t step);      // "step-00000100"
 std::string TempStepDirName(int64_t step);  // ".tmp-step-00000100"
-std::string ShardFileName(int rank);      // "rank-00003.bin"
-std::string RankIndexFileName(int rank);  // "rank-00003.json"
+std::string ShardFileName(int rank);        // "rank-00003.bin"
+std::string RankIndexFileName(int rank);    // "rank-00003.json"
 inline constexpr std::string_view kManifestFileName = "manifest.json";
 inline constexpr std::string_view kLatestFileName = "latest";
 // "step-00000100" -> 100; nullopt for anything else.

@@ -257,7 +257,7 @@ TEST_F(FaultTest, FullTmpfsFailsCleanly) {
   std::string why;
   if (!MountTmpfs("1m", &why)) GTEST_SKIP() << why;
   ASSERT_TRUE(Save(1, 1, Options(), 20000).ok());  // 80 KB
-  Status st = Save(2, 2, Options(), 400000);         // 1.6 MB: does not fit
+  Status st = Save(2, 2, Options(), 400000);       // 1.6 MB: does not fit
   EXPECT_EQ(st.code(), StatusCode::kResourceExhausted) << st.ToString();
   EXPECT_NE(st.message().find("No space left on device"), std::string::npos) << st.ToString();
   EXPECT_NE(st.message().find("rank-00000.bin"), std::string::npos) << st.ToString();
@@ -357,7 +357,8 @@ std::vector<Status> SaveOnThreads(int world, int64_t step, int seed, FsFor fs_fo
 TEST_F(FaultTest, OneRankOutOfSpaceAbortsTheStepEverywhere) {
   const int world = 3;
   auto options = [this](Fs* fs) { return Options(fs); };
-  for (const Status& s : SaveOnThreads(world, 1, 1, [](int) -> Fs* { return nullptr; }, options)) {
+  for (const Status& s : SaveOnThreads(
+           world, 1, 1, [](int) -> Fs* { return nullptr; }, options)) {
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
   FaultInjectionFs full(DefaultFs());

@@ -113,8 +113,8 @@ Result<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const std::stri
   }
   RY_ASSIGN_OR_RETURN(Manifest manifest, LoadManifest(*fs, manifest_path));
   if (manifest.step != step) {
-    return DataLoss("{}: the manifest is for step {} but the directory is step {}",
-                    manifest_path, manifest.step, step);
+    return DataLoss("{}: the manifest is for step {} but the directory is step {}", manifest_path,
+                    manifest.step, step);
   }
   RY_RETURN_IF_ERROR(ValidateCoverage(manifest, manifest_path));
 
@@ -175,10 +175,11 @@ Status CheckpointReader::CheckFiles() const {
                       ? DataLoss("step {}: shard '{}' is missing", manifest_.step, path)
                       : size.status();
     } else if (*size < p.byte_offset + p.length) {
-      bad[file] = DataLoss("step {}: shard '{}' is truncated: {} bytes, but tensor '{}' piece {} "
-                           "needs bytes [{}, {})", manifest_.step, path, *size, p.tensor,
-                           FormatExtent(p.offsets, p.sizes), p.byte_offset,
-                           p.byte_offset + p.length);
+      bad[file] = DataLoss(
+          "step {}: shard '{}' is truncated: {} bytes, but tensor '{}' piece {} "
+          "needs bytes [{}, {})",
+          manifest_.step, path, *size, p.tensor, FormatExtent(p.offsets, p.sizes), p.byte_offset,
+          p.byte_offset + p.length);
     }
   }
   if (bad.empty()) return Status::Ok();
@@ -229,8 +230,7 @@ Status CheckpointReader::VerifyPiece(size_t index) const {
   return Status::Ok();
 }
 
-Status CheckpointReader::VerifyAll(std::vector<std::string>* warnings,
-                                   uint64_t* bytes_read) const {
+Status CheckpointReader::VerifyAll(std::vector<std::string>* warnings, uint64_t* bytes_read) const {
   const size_t n = manifest_.pieces.size();
   std::vector<Status> results(n);
   std::atomic<uint64_t> bytes{0};
@@ -395,9 +395,10 @@ Status CheckpointReader::ReadSlice(std::string_view tensor, std::span<const int6
   for (size_t d = 0; d < n; ++d) {
     if (offsets[d] < 0 || sizes[d] < 0 || offsets[d] > t->shape[d] ||
         sizes[d] > t->shape[d] - offsets[d]) {
-      return InvalidArgument("slice {} of tensor '{}' with shape [{}] is out of bounds in dim {}"
-                             " (size {})", FormatExtent(offsets, sizes), t->name,
-                             fmt::join(t->shape, ", "), d, t->shape[d]);
+      return InvalidArgument(
+          "slice {} of tensor '{}' with shape [{}] is out of bounds in dim {}"
+          " (size {})",
+          FormatExtent(offsets, sizes), t->name, fmt::join(t->shape, ", "), d, t->shape[d]);
     }
   }
   const uint64_t bytes = *ElementCount(sizes) * DTypeSize(t->dtype);

@@ -45,8 +45,8 @@ namespace railyard::storage {
 class TaskPool;
 
 struct ReaderOptions {
-  Fs* fs = nullptr;            // not owned; null: DefaultFs()
-  int io_threads = 4;          // parallel extent reads
+  Fs* fs = nullptr;    // not owned; null: DefaultFs()
+  int io_threads = 4;  // parallel extent reads
   uint64_t extent_bytes = 8 << 20;
   bool verify_on_open = true;  // read and check every piece before returning from Open
   // Read shards with O_DIRECT (falls back to buffered reads, logged, where the file system

@@ -230,8 +230,8 @@ TEST_F(CheckpointTest, MultiRankCommitMergesPiecesAndMetadata) {
 }
 
 // Loads every block of a `world`-way split (rows and columns) and compares exactly.
-void ExpectReshardedReads(const CheckpointReader& reader, int world,
-                          const std::vector<float>& full, int64_t rows, int64_t cols) {
+void ExpectReshardedReads(const CheckpointReader& reader, int world, const std::vector<float>& full,
+                          int64_t rows, int64_t cols) {
   for (int r = 0; r < world; ++r) {
     int64_t r0 = rows * r / world, r1 = rows * (r + 1) / world;
     std::vector<float> mine((r1 - r0) * cols);
@@ -654,8 +654,9 @@ TEST_F(CheckpointTest, FileAgreementNamesMissingRanks) {
 TEST_F(CheckpointTest, InProcessAgreementReportsFailuresAndTimeouts) {
   InProcessAgreementGroup group(2);
   Status st0, st1;
-  std::thread t([&] { st1 = group.ForRank(1)->AllOk("r", Internal("disk on fire"),
-                                                    base::Deadline::Never()); });
+  std::thread t([&] {
+    st1 = group.ForRank(1)->AllOk("r", Internal("disk on fire"), base::Deadline::Never());
+  });
   st0 = group.ForRank(0)->AllOk("r", Status::Ok(), base::Deadline::Never());
   t.join();
   EXPECT_EQ(st1.code(), StatusCode::kInternal);

@@ -14,12 +14,11 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
-
-#include "railyard/base/checksum.h"
 #include <span>
 #include <sstream>
 #include <thread>
 
+#include "railyard/base/checksum.h"
 #include "railyard/base/files.h"
 #include "railyard/storage/agreement.h"
 #include "railyard/storage/aligned_buffer.h"
@@ -154,8 +153,8 @@ int RunRank(const CkptBenchOptions& o, int rank, int report_fd, int go_fd) {
     }
     if (!st.ok()) return fail(st.WithContext(fmt::format("step {}", step)));
     const SaveStats& s = saver ? saver->stats().last_save : sync_writer->last_stats();
-    if (!report(fmt::format("save {:.9f} {:.9f} {:.9f} {} {:.9f}", base::SecondsSince(start),
-                            stall, s.commit_seconds, write_protected ? 1 : 0, touch))) {
+    if (!report(fmt::format("save {:.9f} {:.9f} {:.9f} {} {:.9f}", base::SecondsSince(start), stall,
+                            s.commit_seconds, write_protected ? 1 : 0, touch))) {
       return 1;
     }
   }
@@ -186,8 +185,8 @@ int RunRank(const CkptBenchOptions& o, int rank, int report_fd, int go_fd) {
     read_s += base::SecondsSince(read_start);
     if (!st.ok()) return fail(st);
     if (std::memcmp(back.data(), rows[t].data(), back.size()) != 0) {
-      return fail(DataLoss("rank {}: {} read back differs from what was saved", rank,
-                           views[t].name));
+      return fail(
+          DataLoss("rank {}: {} read back differs from what was saved", rank, views[t].name));
     }
   }
   report(fmt::format("read {:.9f}", read_s));
@@ -218,13 +217,15 @@ bool DropCaches() {
 }  // namespace
 
 Result<CkptBenchResult> RunCkptBench(const CkptBenchOptions& o) {
-  if (o.ranks < 1 || o.ranks > 256) return InvalidArgument("--ranks {}: expected 1 to 256", o.ranks);
+  if (o.ranks < 1 || o.ranks > 256)
+    return InvalidArgument("--ranks {}: expected 1 to 256", o.ranks);
   if (o.steps < 1) return InvalidArgument("--steps {}: expected at least 1", o.steps);
   if (o.tensors < 1) return InvalidArgument("tensors {}: expected at least 1", o.tensors);
   if (o.total_bytes < uint64_t{4} * o.ranks * o.tensors * 1024) {
-    return InvalidArgument("--size {} bytes is too small for {} ranks x {} tensors (at least 4 KiB "
-                           "per rank and tensor)",
-                           o.total_bytes, o.ranks, o.tensors);
+    return InvalidArgument(
+        "--size {} bytes is too small for {} ranks x {} tensors (at least 4 KiB "
+        "per rank and tensor)",
+        o.total_bytes, o.ranks, o.tensors);
   }
   if (o.dir.empty()) return InvalidArgument("--dir is required");
   if (o.io_threads < 1 || o.io_threads > 256) {
@@ -236,9 +237,10 @@ Result<CkptBenchResult> RunCkptBench(const CkptBenchOptions& o) {
   }
   std::error_code ec;
   if (std::filesystem::exists(o.dir, ec) && !std::filesystem::is_empty(o.dir, ec)) {
-    return InvalidArgument("--dir '{}' is not empty; the benchmark writes into a fresh directory "
-                           "and removes it afterwards",
-                           o.dir);
+    return InvalidArgument(
+        "--dir '{}' is not empty; the benchmark writes into a fresh directory "
+        "and removes it afterwards",
+        o.dir);
   }
   RY_RETURN_IF_ERROR(base::MakeDirs(o.dir));
   std::vector<RankProc> procs(o.ranks);
@@ -277,9 +279,7 @@ Result<CkptBenchResult> RunCkptBench(const CkptBenchOptions& o) {
   const base::Deadline deadline = base::Deadline::After(o.timeout);
   CkptBenchResult result;
   bool read_phase = false;
-  auto all = [&](auto pred) {
-    return std::all_of(procs.begin(), procs.end(), pred);
-  };
+  auto all = [&](auto pred) { return std::all_of(procs.begin(), procs.end(), pred); };
   while (!all([](const RankProc& p) { return p.done; })) {
     if (!read_phase && all([](const RankProc& p) { return p.written; })) {
       read_phase = true;
@@ -293,8 +293,9 @@ Result<CkptBenchResult> RunCkptBench(const CkptBenchOptions& o) {
       if (o.read_settle.count() > 0) {
         // A measurement condition, not synchronisation: see CkptBenchOptions::read_settle.
         std::this_thread::sleep_for(o.read_settle);
-        result.notes.push_back(fmt::format("reads started {} ms after the drop",
-                                           std::chrono::duration_cast<std::chrono::milliseconds>(o.read_settle).count()));
+        result.notes.push_back(fmt::format(
+            "reads started {} ms after the drop",
+            std::chrono::duration_cast<std::chrono::milliseconds>(o.read_settle).count()));
       }
       for (auto& p : procs) {
         char go = 1;
@@ -408,10 +409,10 @@ Result<CkptBenchResult> RunCkptBench(const CkptBenchOptions& o) {
 }
 
 nlohmann::json ToJson(const CkptBenchResult& r) {
-  nlohmann::json j = {{"write_gbps", r.write_gbps}, {"read_gbps", r.read_gbps}, {"save_ms", r.save_ms},
-          {"stall_ms", r.stall_ms},     {"bytes", r.bytes},         {"ranks", r.ranks},
-          {"steps", r.steps},           {"commit_ms", r.commit_ms},
-          {"notes", r.notes}};
+  nlohmann::json j = {
+      {"write_gbps", r.write_gbps}, {"read_gbps", r.read_gbps}, {"save_ms", r.save_ms},
+      {"stall_ms", r.stall_ms},     {"bytes", r.bytes},         {"ranks", r.ranks},
+      {"steps", r.steps},           {"commit_ms", r.commit_ms}, {"notes", r.notes}};
   j["xxh3"] = std::string(base::Xxh3Implementation());
   if (!r.snapshot.empty()) j["snapshot"] = r.snapshot;
   if (r.touch_ms > 0) {

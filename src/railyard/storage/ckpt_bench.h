@@ -20,10 +20,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "railyard/base/clock.h"
 #include "railyard/base/status.h"
@@ -33,7 +32,7 @@ namespace railyard::storage {
 struct CkptBenchOptions {
   int ranks = 2;
   uint64_t total_bytes = uint64_t{1} << 30;
-  std::string dir;          // a directory to create; must not exist or be empty
+  std::string dir;  // a directory to create; must not exist or be empty
   int steps = 3;
   bool async_save = false;
   // With async_save: how SaveAsync captures the state (AsyncSaverOptions::snapshot).

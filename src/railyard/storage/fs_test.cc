@@ -178,7 +178,8 @@ TEST_F(FsTest, WritebackAndDropCacheKeepTheData) {
   ASSERT_EQ(back->size(), 4 * chunk.size());
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(back->substr(i * chunk.size(), chunk.size()),
-              std::string(chunk.size(), static_cast<char>('a' + i))) << i;
+              std::string(chunk.size(), static_cast<char>('a' + i)))
+        << i;
   }
 }
 

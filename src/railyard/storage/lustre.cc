@@ -76,8 +76,8 @@ Result<bool> IsLustre(const std::string& path, LustreSyscalls& sys) {
 Status CreateStriped(const std::string& path, const StripeOptions& options, int mode,
                      LustreSyscalls& sys) {
   RY_ASSIGN_OR_RETURN(LovUserMdV1 lum, MakeLovUserMd(options));
-  int fd = sys.Open(path, O_CREAT | O_WRONLY | O_CLOEXEC | kOLovDelayCreate,
-                    static_cast<mode_t>(mode));
+  int fd =
+      sys.Open(path, O_CREAT | O_WRONLY | O_CLOEXEC | kOLovDelayCreate, static_cast<mode_t>(mode));
   if (fd < 0) return ErrnoStatus(-fd, fmt::format("open '{}' with O_LOV_DELAY_CREATE", path));
   int rc = sys.Ioctl(fd, kLlIocLovSetStripe, &lum);
   int close_rc = sys.Close(fd);

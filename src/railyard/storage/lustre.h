@@ -44,7 +44,7 @@ inline constexpr uint64_t kLustreStripeUnit = 64 * 1024;  // stripe sizes are mu
 struct __attribute__((packed)) LovUserMdV1 {
   uint32_t lmm_magic;
   uint32_t lmm_pattern;
-  uint64_t lmm_oi_id;   // struct ost_id lmm_oi: zero when setting a layout
+  uint64_t lmm_oi_id;  // struct ost_id lmm_oi: zero when setting a layout
   uint64_t lmm_oi_seq;
   uint32_t lmm_stripe_size;
   uint16_t lmm_stripe_count;

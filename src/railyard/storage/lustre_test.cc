@@ -167,8 +167,8 @@ TEST(LustreTest, HookStripesOnLustreAndKeepsExistingLayouts) {
   LustreLayoutHook hook(StripeOptions{}, &sys);
   ASSERT_TRUE(hook.PrepareFile("/lustre/step/rank-00000.bin", 0644).ok());
   EXPECT_EQ(sys.Names(), (std::vector<std::string>{"statfs", "open", "ioctl", "close"}));
-  EXPECT_EQ(sys.calls[2].lum.lmm_stripe_count, 1);         // default: one OST per rank file
-  EXPECT_EQ(sys.calls[2].lum.lmm_stripe_size, 4u << 20);   // 4 MiB
+  EXPECT_EQ(sys.calls[2].lum.lmm_stripe_count, 1);        // default: one OST per rank file
+  EXPECT_EQ(sys.calls[2].lum.lmm_stripe_size, 4u << 20);  // 4 MiB
   sys.ioctl_result = -EEXIST;
   EXPECT_TRUE(hook.PrepareFile("/lustre/step/rank-00001.bin", 0644).ok());
 }

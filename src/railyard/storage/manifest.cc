@@ -15,9 +15,9 @@
 namespace railyard::storage {
 namespace {
 
+using base::FieldContext;
 using nlohmann::json;
 using nlohmann::ordered_json;
-using base::FieldContext;
 
 struct DTypeEntry {
   DType dtype;
@@ -26,10 +26,18 @@ struct DTypeEntry {
 };
 
 constexpr std::array<DTypeEntry, 13> kDTypes = {{
-    {DType::kBool, "BOOL", 1}, {DType::kU8, "U8", 1},     {DType::kI8, "I8", 1},
-    {DType::kU16, "U16", 2},   {DType::kI16, "I16", 2},   {DType::kF16, "F16", 2},
-    {DType::kBF16, "BF16", 2}, {DType::kU32, "U32", 4},   {DType::kI32, "I32", 4},
-    {DType::kF32, "F32", 4},   {DType::kU64, "U64", 8},   {DType::kI64, "I64", 8},
+    {DType::kBool, "BOOL", 1},
+    {DType::kU8, "U8", 1},
+    {DType::kI8, "I8", 1},
+    {DType::kU16, "U16", 2},
+    {DType::kI16, "I16", 2},
+    {DType::kF16, "F16", 2},
+    {DType::kBF16, "BF16", 2},
+    {DType::kU32, "U32", 4},
+    {DType::kI32, "I32", 4},
+    {DType::kF32, "F32", 4},
+    {DType::kU64, "U64", 8},
+    {DType::kI64, "I64", 8},
     {DType::kF64, "F64", 8},
 }};
 
@@ -118,9 +126,9 @@ Result<PieceInfo> ParsePiece(const json& p, const Manifest& m, const FieldContex
   RY_ASSIGN_OR_RETURN(piece.length, RequireCount(p, "length", ctx));
   uint64_t expected = *ElementCount(piece.sizes) * DTypeSize(t->dtype);
   if (piece.length != expected) {
-    return ctx.Child("length").Error(fmt::format(
-        "{} bytes, but {} elements of {} need {}", piece.length, *ElementCount(piece.sizes),
-        DTypeName(t->dtype), expected));
+    return ctx.Child("length").Error(fmt::format("{} bytes, but {} elements of {} need {}",
+                                                 piece.length, *ElementCount(piece.sizes),
+                                                 DTypeName(t->dtype), expected));
   }
   RY_ASSIGN_OR_RETURN(std::string sum, base::RequireString(p, "xxh3", ctx));
   auto parsed = base::ParseChecksumHex(sum);
@@ -329,19 +337,16 @@ Status ValidateCoverage(const Manifest& m, const std::string& source) {
     }
     // Sorted by the start in dimension 0, a piece can only overlap those that start before
     // it ends there: this keeps the check near-linear for the usual row-split tensors.
-    std::sort(extents.begin(), extents.end(), [](const PieceInfo* a, const PieceInfo* b) {
-      return a->offsets < b->offsets;
-    });
+    std::sort(extents.begin(), extents.end(),
+              [](const PieceInfo* a, const PieceInfo* b) { return a->offsets < b->offsets; });
     for (size_t i = 0; i < extents.size(); ++i) {
       for (size_t j = i + 1; j < extents.size(); ++j) {
         if (extents[j]->offsets[0] >= extents[i]->offsets[0] + extents[i]->sizes[0]) break;
         if (Overlap(*extents[i], *extents[j])) {
-          return InvalidArgument("{}: tensor '{}': pieces {} (file {}) and {} (file {}) overlap",
-                                 source, t.name,
-                                 FormatExtent(extents[i]->offsets, extents[i]->sizes),
-                                 extents[i]->file,
-                                 FormatExtent(extents[j]->offsets, extents[j]->sizes),
-                                 extents[j]->file);
+          return InvalidArgument(
+              "{}: tensor '{}': pieces {} (file {}) and {} (file {}) overlap", source, t.name,
+              FormatExtent(extents[i]->offsets, extents[i]->sizes), extents[i]->file,
+              FormatExtent(extents[j]->offsets, extents[j]->sizes), extents[j]->file);
         }
       }
     }

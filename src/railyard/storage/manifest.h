@@ -35,8 +35,21 @@ class Fs;
 inline constexpr int64_t kManifestFormatVersion = 1;
 
 // Element types, named as safetensors names them. Data is stored little-endian, row-major.
-enum class DType : uint8_t { kBool, kU8, kI8, kU16, kI16, kF16, kBF16, kU32, kI32, kF32,
-                             kU64, kI64, kF64 };
+enum class DType : uint8_t {
+  kBool,
+  kU8,
+  kI8,
+  kU16,
+  kI16,
+  kF16,
+  kBF16,
+  kU32,
+  kI32,
+  kF32,
+  kU64,
+  kI64,
+  kF64
+};
 
 std::string_view DTypeName(DType dtype);  // "F32"
 size_t DTypeSize(DType dtype);            // bytes per element
@@ -55,8 +68,8 @@ struct PieceInfo {
   std::vector<int64_t> sizes;    // extent per dimension
   std::string file;              // shard file name inside the step directory
   uint64_t byte_offset = 0;
-  uint64_t length = 0;           // element count * element size
-  uint64_t xxh3 = 0;             // XXH3-64 of the `length` bytes
+  uint64_t length = 0;  // element count * element size
+  uint64_t xxh3 = 0;    // XXH3-64 of the `length` bytes
 };
 
 struct Manifest {

@@ -24,8 +24,8 @@ namespace {
 // Debian 12's kernel headers (6.1) predate it; the value is the kernel's ABI (Linux 6.4).
 constexpr uint64_t kFeatureWpUnpopulated = uint64_t{1} << 13;
 constexpr uint64_t kFeatures = UFFD_FEATURE_PAGEFAULT_FLAG_WP | kFeatureWpUnpopulated;
-constexpr size_t kChunksPerTask = 32;    // 64 MiB of copying per pool task
-constexpr size_t kCopyAheadChunks = 8;   // 16 MiB: see CopyAhead
+constexpr size_t kChunksPerTask = 32;   // 64 MiB of copying per pool task
+constexpr size_t kCopyAheadChunks = 8;  // 16 MiB: see CopyAhead
 
 uint64_t PageSize() {
   static const uint64_t size = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
@@ -37,16 +37,19 @@ Result<base::UniqueFd> OpenUserfaultfd() {
   const int fd = static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
   if (fd < 0) {
     const int err = errno;
-    return Unavailable("userfaultfd: {} (needs root, CAP_SYS_PTRACE or sysctl "
-                       "vm.unprivileged_userfaultfd=1)", std::strerror(err));
+    return Unavailable(
+        "userfaultfd: {} (needs root, CAP_SYS_PTRACE or sysctl "
+        "vm.unprivileged_userfaultfd=1)",
+        std::strerror(err));
   }
   base::UniqueFd uffd(fd);
   uffdio_api api{};
   api.api = UFFD_API;
   api.features = kFeatures;
   if (::ioctl(uffd.get(), UFFDIO_API, &api) != 0 || (api.features & kFeatures) != kFeatures) {
-    return Unavailable("userfaultfd cannot write-protect unpopulated pages on this kernel "
-                       "(needs Linux 6.4 or later)");
+    return Unavailable(
+        "userfaultfd cannot write-protect unpopulated pages on this kernel "
+        "(needs Linux 6.4 or later)");
   }
   return uffd;
 }
@@ -103,9 +106,8 @@ Result<std::unique_ptr<PageSnapshot>> PageSnapshot::Begin(
   for (const SnapshotSegment& s : segments) {
     if (s.len == 0) continue;
     const auto src = reinterpret_cast<uint64_t>(s.src);
-    for (Chunk* c = snap->ChunkAt(src); c != snap->chunks_.get() + snap->chunk_count_ &&
-                                        c->start < src + s.len;
-         ++c) {
+    for (Chunk* c = snap->ChunkAt(src);
+         c != snap->chunks_.get() + snap->chunk_count_ && c->start < src + s.len; ++c) {
       const uint64_t from = std::max(src, c->start), to = std::min(src + s.len, c->end);
       c->pieces.push_back({reinterpret_cast<const void*>(from),
                            static_cast<uint8_t*>(s.dst) + (from - src), to - from});
@@ -137,17 +139,19 @@ Result<std::unique_ptr<PageSnapshot>> PageSnapshot::Begin(
     if (registered) snap->registered_.emplace_back(start, end);
     if (!registered || (reg.ioctls & (uint64_t{1} << _UFFDIO_WRITEPROTECT)) == 0) {
       snap->Abandon();
-      return Unavailable("cannot write-protect {} at {:#x}: {} (only private anonymous memory "
-                         "can be)", base::FormatBytes(end - start), start,
-                         registered ? "not supported for this mapping" : std::strerror(err));
+      return Unavailable(
+          "cannot write-protect {} at {:#x}: {} (only private anonymous memory "
+          "can be)",
+          base::FormatBytes(end - start), start,
+          registered ? "not supported for this mapping" : std::strerror(err));
     }
   }
   for (auto [start, end] : snap->registered_) {
     if (!Protect(uffd, start, end - start, true)) {
       const int err = errno;
       snap->Abandon();  // unregistering also drops the protection set so far
-      return Unavailable("write-protecting {:#x}+{}: {}", start,
-                         base::FormatBytes(end - start), std::strerror(err));
+      return Unavailable("write-protecting {:#x}+{}: {}", start, base::FormatBytes(end - start),
+                         std::strerror(err));
     }
   }
   const int stop = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

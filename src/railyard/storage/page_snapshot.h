@@ -99,7 +99,7 @@ class PageSnapshot {
   void Abandon();
 
   base::UniqueFd uffd_;
-  base::UniqueFd stop_fd_;  // eventfd: tells the handler to exit
+  base::UniqueFd stop_fd_;                                 // eventfd: tells the handler to exit
   std::vector<std::pair<uint64_t, uint64_t>> registered_;  // [start, end) page ranges
   std::unique_ptr<Chunk[]> chunks_;
   size_t chunk_count_ = 0;

@@ -1,10 +1,9 @@
 #include "railyard/storage/page_snapshot.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -23,8 +22,8 @@ constexpr uint64_t kMiB = uint64_t{1} << 20;
 class AnonBuffer {
  public:
   explicit AnonBuffer(size_t size, bool populate = true) : size_(size) {
-    void* p = ::mmap(nullptr, size + kAlign, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p =
+        ::mmap(nullptr, size + kAlign, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     EXPECT_NE(p, MAP_FAILED);
     mapping_ = static_cast<uint8_t*>(p);
     data_ = mapping_ + (kAlign - reinterpret_cast<uintptr_t>(p) % kAlign) % kAlign;

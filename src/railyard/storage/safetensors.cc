@@ -68,12 +68,14 @@ Status ExportSafetensors(const CheckpointReader& reader, const std::string& out_
   if (fs == nullptr) fs = DefaultFs();
   const Manifest& m = reader.manifest();
   if (m.FindTensor("__metadata__") != nullptr) {
-    return InvalidArgument("step {}: a tensor named '__metadata__' cannot be exported to "
-                           "safetensors (the name is reserved)", m.step);
+    return InvalidArgument(
+        "step {}: a tensor named '__metadata__' cannot be exported to "
+        "safetensors (the name is reserved)",
+        m.step);
   }
   const std::string header = BuildHeader(m);
-  const std::string tmp = fmt::format("{}.tmp.{}.{}", out_path, ::getpid(),
-                                      g_export_counter.fetch_add(1));
+  const std::string tmp =
+      fmt::format("{}.tmp.{}.{}", out_path, ::getpid(), g_export_counter.fetch_add(1));
   auto attempt = [&]() -> Status {
     RY_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs->NewWritableFile(tmp, {}));
     char len[8];

@@ -8,8 +8,8 @@ namespace railyard::storage {
 struct TaskPool::Batch {
   std::vector<Task> tasks;
   std::vector<std::optional<Status>> results;
-  size_t remaining = 0;              // guarded by the pool's mu_
-  std::atomic<bool> failed{false};   // lets later tasks of a failed batch skip their work
+  size_t remaining = 0;             // guarded by the pool's mu_
+  std::atomic<bool> failed{false};  // lets later tasks of a failed batch skip their work
   std::condition_variable done_cv;
 };
 

@@ -11,18 +11,23 @@ namespace railyard::topo {
 
 std::string_view PathClassName(PathClass p) {
   switch (p) {
-    case PathClass::kPIX: return "PIX";
-    case PathClass::kPXB: return "PXB";
-    case PathClass::kPHB: return "PHB";
-    case PathClass::kNODE: return "NODE";
-    case PathClass::kSYS: return "SYS";
+    case PathClass::kPIX:
+      return "PIX";
+    case PathClass::kPXB:
+      return "PXB";
+    case PathClass::kPHB:
+      return "PHB";
+    case PathClass::kNODE:
+      return "NODE";
+    case PathClass::kSYS:
+      return "SYS";
   }
   return "SYS";
 }
 
 Result<PathClass> ParsePathClass(std::string_view s) {
-  for (PathClass p : {PathClass::kPIX, PathClass::kPXB, PathClass::kPHB, PathClass::kNODE,
-                      PathClass::kSYS}) {
+  for (PathClass p :
+       {PathClass::kPIX, PathClass::kPXB, PathClass::kPHB, PathClass::kNODE, PathClass::kSYS}) {
     if (s == PathClassName(p)) return p;
   }
   return InvalidArgument("unknown GPU-NIC path class '{}' (expected PIX, PXB, PHB, NODE or SYS)",
@@ -79,8 +84,8 @@ int Cluster::TotalGpus() const {
 
 void ClusterBuilder::AddSwitch(std::string name, std::string level, std::string parent,
                                uint64_t uplink_rate_bits, int line) {
-  switches_.push_back({std::move(name), std::move(level), std::move(parent), uplink_rate_bits,
-                       line});
+  switches_.push_back(
+      {std::move(name), std::move(level), std::move(parent), uplink_rate_bits, line});
 }
 
 void ClusterBuilder::AddNode(Node node, std::string leaf, int line) {
@@ -168,15 +173,15 @@ Result<Cluster> ClusterBuilder::Finish() && {
         return InvalidArgument("{}: node '{}' is under two leaves ('{}' and '{}')", where(p.line),
                                p.node.name, c.switches[first.leaf].name, p.leaf);
       }
-      return InvalidArgument("{}: node '{}' is listed twice under '{}'", where(p.line),
-                             p.node.name, p.leaf);
+      return InvalidArgument("{}: node '{}' is listed twice under '{}'", where(p.line), p.node.name,
+                             p.leaf);
     }
     if (!p.node.gpus.empty() && p.node.gpu_count == 0) {
       p.node.gpu_count = static_cast<int>(p.node.gpus.size());
     }
     if (!p.node.gpus.empty() && p.node.gpu_count != static_cast<int>(p.node.gpus.size())) {
-      return InvalidArgument("{}: node '{}' says {} GPUs but lists {}", where(p.line),
-                             p.node.name, p.node.gpu_count, p.node.gpus.size());
+      return InvalidArgument("{}: node '{}' says {} GPUs but lists {}", where(p.line), p.node.name,
+                             p.node.gpu_count, p.node.gpus.size());
     }
     p.node.leaf = leaf->second;
     c.switches[leaf->second].nodes.push_back(static_cast<int>(c.nodes.size()));

@@ -31,20 +31,20 @@ Result<PathClass> ParsePathClass(std::string_view s);
 
 struct Gpu {
   int index = 0;
-  std::string uuid;         // "GPU-..." or empty
-  std::string pci_bus_id;   // "0000:17:00.0" or empty
-  int numa_node = -1;       // -1 unknown
+  std::string uuid;           // "GPU-..." or empty
+  std::string pci_bus_id;     // "0000:17:00.0" or empty
+  int numa_node = -1;         // -1 unknown
   std::string nvlink_domain;  // NVLink/NVSwitch domain id (e.g. NVL72 clique), or empty
   friend bool operator==(const Gpu&, const Gpu&) = default;
 };
 
 struct Nic {
-  std::string name;         // "mlx5_0", "eth0", "efa0"
+  std::string name;  // "mlx5_0", "eth0", "efa0"
   std::string pci_bus_id;
   int numa_node = -1;
-  int rail = -1;            // -1: not on a rail
-  uint64_t rate_bits = 0;   // link rate, bits/s; 0 unknown
-  bool rdma = false;        // RDMA-capable (verbs/efa/cxi)
+  int rail = -1;           // -1: not on a rail
+  uint64_t rate_bits = 0;  // link rate, bits/s; 0 unknown
+  bool rdma = false;       // RDMA-capable (verbs/efa/cxi)
   friend bool operator==(const Nic&, const Nic&) = default;
 };
 
@@ -55,32 +55,32 @@ struct NumaNode {
 };
 
 struct GpuNicPath {
-  int gpu = 0;              // Gpu::index
-  std::string nic;          // Nic::name
+  int gpu = 0;      // Gpu::index
+  std::string nic;  // Nic::name
   PathClass path = PathClass::kSYS;
   friend bool operator==(const GpuNicPath&, const GpuNicPath&) = default;
 };
 
 struct Node {
   std::string name;
-  std::string address;        // fabric address, optional
+  std::string address;          // fabric address, optional
   uint64_t link_rate_bits = 0;  // rate of the node's link to its leaf; 0 unknown
-  int gpu_count = 0;          // GPUs usable by placement; == gpus.size() when gpus are listed
+  int gpu_count = 0;            // GPUs usable by placement; == gpus.size() when gpus are listed
   std::vector<Gpu> gpus;
   std::vector<Nic> nics;
   std::vector<NumaNode> numa;
   std::vector<GpuNicPath> gpu_nic_paths;
-  int leaf = -1;              // index into Cluster::switches; -1 until attached
+  int leaf = -1;  // index into Cluster::switches; -1 until attached
   friend bool operator==(const Node&, const Node&) = default;
 };
 
 struct Switch {
   std::string name;
-  int level = 0;              // index into Cluster::levels
-  int parent = -1;            // index into Cluster::switches, -1 at the top
+  int level = 0;                  // index into Cluster::levels
+  int parent = -1;                // index into Cluster::switches, -1 at the top
   uint64_t uplink_rate_bits = 0;  // rate of the link to the parent; 0 unknown
-  std::vector<int> children;  // switch indices, in input order
-  std::vector<int> nodes;     // node indices, in input order (leaf level only)
+  std::vector<int> children;      // switch indices, in input order
+  std::vector<int> nodes;         // node indices, in input order (leaf level only)
   friend bool operator==(const Switch&, const Switch&) = default;
 };
 
@@ -116,8 +116,8 @@ class ClusterBuilder {
   void SetLevels(std::vector<std::string> levels) { cluster_.levels = std::move(levels); }
   void SetBlockSizes(std::vector<int> sizes) { cluster_.block_sizes = std::move(sizes); }
   // `line` (1-based, 0 unknown) is used in error messages.
-  void AddSwitch(std::string name, std::string level, std::string parent,
-                 uint64_t uplink_rate_bits, int line = 0);
+  void AddSwitch(std::string name, std::string level, std::string parent, uint64_t uplink_rate_bits,
+                 int line = 0);
   void AddNode(Node node, std::string leaf, int line = 0);
   // Checks: levels non-empty and unique; every switch's level exists; parents exist and sit
   // exactly one level higher; no cycles; switch and node names unique; every node under

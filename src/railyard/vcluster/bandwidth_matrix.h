@@ -21,7 +21,7 @@
 namespace railyard::vcluster {
 
 struct MatrixOptions {
-  std::string railyard_binary;                  // path of the `railyard` executable
+  std::string railyard_binary;  // path of the `railyard` executable
   base::Duration per_pair = std::chrono::milliseconds(300);
   uint16_t port = 5201;
   // Pairs to measure; empty = every ordered pair (src != dst).

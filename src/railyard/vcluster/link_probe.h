@@ -22,9 +22,9 @@ namespace railyard::vcluster {
 
 struct SinkOptions {
   std::string address = "0.0.0.0";
-  uint16_t port = 0;                          // 0: any free port
+  uint16_t port = 0;                                   // 0: any free port
   base::Duration lifetime = std::chrono::seconds(60);  // the sink exits after this
-  int max_connections = 1000;                 // bounded, as every load loop
+  int max_connections = 1000;                          // bounded, as every load loop
 };
 
 // Serves until `lifetime` passes or max_connections were served. `on_ready` gets

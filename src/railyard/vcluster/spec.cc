@@ -7,8 +7,8 @@ namespace railyard::vcluster {
 std::string_view ModeName(Mode mode) { return mode == Mode::kNetns ? "netns" : "loopback"; }
 
 Status ValidatePrefix(std::string_view prefix) {
-  bool ok = !prefix.empty() && prefix.size() <= kMaxPrefixLength && prefix[0] >= 'a' &&
-            prefix[0] <= 'z';
+  bool ok =
+      !prefix.empty() && prefix.size() <= kMaxPrefixLength && prefix[0] >= 'a' && prefix[0] <= 'z';
   for (char c : prefix) {
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) ok = false;
   }

@@ -31,11 +31,11 @@ enum class Mode { kNetns, kLoopback };
 std::string_view ModeName(Mode mode);
 
 struct ClusterSpec {
-  std::string prefix = "ry";       // 1-5 chars [a-z0-9], starts with a letter
-  int hosts = 4;                   // 1..kMaxHosts
-  int leaves = 2;                  // 1..hosts
-  uint64_t leaf_rate_bits = 0;     // host <-> leaf link, bits/s; 0 = unshaped
-  uint64_t spine_rate_bits = 0;    // leaf <-> spine link, bits/s; 0 = unshaped
+  std::string prefix = "ry";     // 1-5 chars [a-z0-9], starts with a letter
+  int hosts = 4;                 // 1..kMaxHosts
+  int leaves = 2;                // 1..hosts
+  uint64_t leaf_rate_bits = 0;   // host <-> leaf link, bits/s; 0 = unshaped
+  uint64_t spine_rate_bits = 0;  // leaf <-> spine link, bits/s; 0 = unshaped
   Mode mode = Mode::kNetns;
 };
 
@@ -57,11 +57,11 @@ struct HostPlan {
 
 struct LeafPlan {
   int index = 0;
-  std::string name;         // leaf<L>
-  std::string bridge;       // <p>-l<L>
-  std::string uplink;       // <p>-l<L>u: leaf-side end of the spine veth
-  std::string spine_port;   // <p>-s<L>d: spine-side end
-  std::vector<int> hosts;   // host indices, ascending
+  std::string name;        // leaf<L>
+  std::string bridge;      // <p>-l<L>
+  std::string uplink;      // <p>-l<L>u: leaf-side end of the spine veth
+  std::string spine_port;  // <p>-s<L>d: spine-side end
+  std::vector<int> hosts;  // host indices, ascending
 };
 
 struct ClusterPlan {

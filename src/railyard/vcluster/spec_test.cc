@@ -1,10 +1,9 @@
 #include "railyard/vcluster/spec.h"
 
-#include <set>
-
 #include <fmt/format.h>
-
 #include <gtest/gtest.h>
+
+#include <set>
 
 namespace railyard::vcluster {
 namespace {

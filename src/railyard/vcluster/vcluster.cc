@@ -1,12 +1,11 @@
 #include "railyard/vcluster/vcluster.h"
 
 #include <dirent.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
-
-#include <fmt/format.h>
 
 #include "railyard/base/files.h"
 #include "railyard/base/units.h"
@@ -131,8 +130,8 @@ Status VirtualCluster::ApplyLinkRate(const std::string& dev, const std::string& 
     return Status::Ok();
   }
   Argv add = tc;
-  add.insert(add.end(), {"qdisc", "replace", "dev", dev, "root", "tbf", "rate",
-                         TcRate(rate_bits), "burst", TbfBurst(rate_bits), "latency", "20ms"});
+  add.insert(add.end(), {"qdisc", "replace", "dev", dev, "root", "tbf", "rate", TcRate(rate_bits),
+                         "burst", TbfBurst(rate_bits), "latency", "20ms"});
   return runner_->Run(add).status();
 }
 
@@ -158,10 +157,10 @@ Status VirtualCluster::ApplyHostShaping(const ClusterState& state, const HostPla
   if (rate == 0 && paths.empty()) return Status::Ok();
   // "Unshaped" under htb still needs a rate: far above what a veth moves.
   const uint64_t default_rate = rate == 0 ? 100'000'000'000ull : rate;
-  RY_RETURN_IF_ERROR(
-      runner_->Run(with({"qdisc", "add", "dev", kHostIf, "root", "handle", "1:", "htb", "default",
-                         "10"}))
-          .status());
+  RY_RETURN_IF_ERROR(runner_
+                         ->Run(with({"qdisc", "add", "dev", kHostIf, "root", "handle", "1:", "htb",
+                                     "default", "10"}))
+                         .status());
   RY_RETURN_IF_ERROR(runner_
                          ->Run(with({"class", "add", "dev", kHostIf, "parent", "1:", "classid",
                                      "1:10", "htb", "rate", TcRate(default_rate), "ceil",
@@ -171,14 +170,14 @@ Status VirtualCluster::ApplyHostShaping(const ClusterState& state, const HostPla
     if (peer == nullptr) continue;
     const uint64_t r = rate == 0 ? prate : std::min(prate, rate);
     const std::string classid = fmt::format("1:{:x}", 0x100 + peer->index);
+    RY_RETURN_IF_ERROR(
+        runner_
+            ->Run(with({"class", "add", "dev", kHostIf, "parent", "1:", "classid", classid, "htb",
+                        "rate", TcRate(r), "ceil", TcRate(r), "quantum", "60000"}))
+            .status());
     RY_RETURN_IF_ERROR(runner_
-                           ->Run(with({"class", "add", "dev", kHostIf, "parent", "1:", "classid",
-                                       classid, "htb", "rate", TcRate(r), "ceil", TcRate(r),
-                                       "quantum", "60000"}))
-                           .status());
-    RY_RETURN_IF_ERROR(runner_
-                           ->Run(with({"filter", "add", "dev", kHostIf, "parent", "1:",
-                                       "protocol", "ip", "prio", "1", "u32", "match", "ip", "dst",
+                           ->Run(with({"filter", "add", "dev", kHostIf, "parent", "1:", "protocol",
+                                       "ip", "prio", "1", "u32", "match", "ip", "dst",
                                        peer->address + "/32", "flowid", classid}))
                            .status());
   }
@@ -218,24 +217,22 @@ Status VirtualCluster::BuildNetns(const ClusterState& state, const ProgressFn& p
 }
 
 Status VirtualCluster::Save(const ClusterState& state) {
-  return base::WriteFileAtomic(StateFilePath(state_dir_, state.spec().prefix),
-                               StateToJson(state));
+  return base::WriteFileAtomic(StateFilePath(state_dir_, state.spec().prefix), StateToJson(state));
 }
 
 Result<ClusterState> VirtualCluster::Up(const ClusterSpec& spec, const ProgressFn& progress) {
   RY_RETURN_IF_ERROR(ValidateSpec(spec));
   RY_RETURN_IF_ERROR(base::MakeDirs(state_dir_));
-  RY_ASSIGN_OR_RETURN(base::FileLock lock,
-                      base::FileLock::Acquire(LockPath(state_dir_, spec.prefix),
-                                              base::Deadline::After(kLockWait)));
+  RY_ASSIGN_OR_RETURN(
+      base::FileLock lock,
+      base::FileLock::Acquire(LockPath(state_dir_, spec.prefix), base::Deadline::After(kLockWait)));
   const std::string state_file = StateFilePath(state_dir_, spec.prefix);
   if (base::PathExists(state_file)) {
     auto existing = Load(spec.prefix);
-    std::string what = existing.ok() ? fmt::format(" ({} hosts, {} mode, since {})",
-                                                   existing->spec().hosts,
-                                                   ModeName(existing->spec().mode),
-                                                   existing->created)
-                                     : "";
+    std::string what = existing.ok()
+                           ? fmt::format(" ({} hosts, {} mode, since {})", existing->spec().hosts,
+                                         ModeName(existing->spec().mode), existing->created)
+                           : "";
     return AlreadyExists(
         "a virtual cluster with prefix '{}' is already up{}; run `railyard vcluster down "
         "--prefix {}` first, or pick another --prefix",
@@ -267,13 +264,13 @@ Result<ClusterState> VirtualCluster::Up(const ClusterSpec& spec, const ProgressF
       auto removed = DownLocked(spec.prefix, {});
       std::string cleanup = removed.ok() ? "everything it created was removed"
                                          : "cleanup also failed: " + removed.status().message();
-      return Status(built.code(), fmt::format("vcluster up failed ({}): {}", cleanup,
-                                              built.message()));
+      return Status(built.code(),
+                    fmt::format("vcluster up failed ({}): {}", cleanup, built.message()));
     }
   }
   Result<std::string> topology = TopologyYaml(state);
-  Status saved = topology.ok() ? base::WriteFileAtomic(state.topology_file, *topology)
-                               : topology.status();
+  Status saved =
+      topology.ok() ? base::WriteFileAtomic(state.topology_file, *topology) : topology.status();
   if (saved.ok()) saved = Save(state);
   if (!saved.ok()) {
     DownLocked(spec.prefix, {}).status().IgnoreError();
@@ -285,14 +282,13 @@ Result<ClusterState> VirtualCluster::Up(const ClusterSpec& spec, const ProgressF
 Result<DownReport> VirtualCluster::Down(std::string_view prefix, const ProgressFn& progress) {
   RY_RETURN_IF_ERROR(ValidatePrefix(prefix));
   RY_RETURN_IF_ERROR(base::MakeDirs(state_dir_));
-  RY_ASSIGN_OR_RETURN(base::FileLock lock,
-                      base::FileLock::Acquire(LockPath(state_dir_, prefix),
-                                              base::Deadline::After(kLockWait)));
+  RY_ASSIGN_OR_RETURN(
+      base::FileLock lock,
+      base::FileLock::Acquire(LockPath(state_dir_, prefix), base::Deadline::After(kLockWait)));
   return DownLocked(prefix, progress);
 }
 
-Result<DownReport> VirtualCluster::DownLocked(std::string_view prefix,
-                                              const ProgressFn& progress) {
+Result<DownReport> VirtualCluster::DownLocked(std::string_view prefix, const ProgressFn& progress) {
   DownReport report;
   const std::string state_file = StateFilePath(state_dir_, prefix);
   report.had_state = base::PathExists(state_file);
@@ -398,11 +394,11 @@ Result<const HostPlan*> VirtualCluster::ResolveHost(const ClusterState& state,
   return h;
 }
 
-#define RY_LOCK_CLUSTER(prefix)                                                      \
-  RY_RETURN_IF_ERROR(ValidatePrefix(prefix));                                        \
-  RY_ASSIGN_OR_RETURN(base::FileLock lock_,                                          \
-                      base::FileLock::Acquire(LockPath(state_dir_, prefix),          \
-                                              base::Deadline::After(kLockWait)))
+#define RY_LOCK_CLUSTER(prefix)               \
+  RY_RETURN_IF_ERROR(ValidatePrefix(prefix)); \
+  RY_ASSIGN_OR_RETURN(                        \
+      base::FileLock lock_,                   \
+      base::FileLock::Acquire(LockPath(state_dir_, prefix), base::Deadline::After(kLockWait)))
 
 Status VirtualCluster::DegradeHost(std::string_view prefix, std::string_view host,
                                    uint64_t rate_bits) {
@@ -415,8 +411,8 @@ Status VirtualCluster::DegradeHost(std::string_view prefix, std::string_view hos
   return Save(state);
 }
 
-Status VirtualCluster::DegradePath(std::string_view prefix, std::string_view a,
-                                   std::string_view b, uint64_t rate_bits) {
+Status VirtualCluster::DegradePath(std::string_view prefix, std::string_view a, std::string_view b,
+                                   uint64_t rate_bits) {
   if (rate_bits == 0) return InvalidArgument("--rate must be greater than zero");
   RY_LOCK_CLUSTER(prefix);
   RY_ASSIGN_OR_RETURN(ClusterState state, LoadForChange(prefix));
@@ -426,8 +422,10 @@ Status VirtualCluster::DegradePath(std::string_view prefix, std::string_view a,
   if (ha->index > hb->index) std::swap(ha, hb);
   auto it = std::find_if(state.paths.begin(), state.paths.end(),
                          [&](const auto& p) { return p.a == ha->name && p.b == hb->name; });
-  if (it != state.paths.end()) it->rate_bits = rate_bits;
-  else state.paths.push_back({ha->name, hb->name, rate_bits});
+  if (it != state.paths.end())
+    it->rate_bits = rate_bits;
+  else
+    state.paths.push_back({ha->name, hb->name, rate_bits});
   RY_RETURN_IF_ERROR(ApplyHostShaping(state, *ha));
   RY_RETURN_IF_ERROR(ApplyHostShaping(state, *hb));
   return Save(state);
@@ -442,7 +440,8 @@ Status VirtualCluster::Restore(std::string_view prefix) {
   state.host_rates.clear();
   state.paths.clear();
   for (const auto& name : touched) {
-    if (const HostPlan* h = state.plan.FindHost(name)) RY_RETURN_IF_ERROR(ApplyHostShaping(state, *h));
+    if (const HostPlan* h = state.plan.FindHost(name))
+      RY_RETURN_IF_ERROR(ApplyHostShaping(state, *h));
   }
   return Save(state);
 }

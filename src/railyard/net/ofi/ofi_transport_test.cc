@@ -472,8 +472,7 @@ TEST(OfiTransport, ProbeSeesLivePeerAndUnresponsiveOne) {
   ASSERT_EQ(silent.size(), 1u);
   EXPECT_EQ(silent[0].state, ProbeResult::State::kUnresponsive);
   EXPECT_EQ(silent[0].rank, 2);
-  EXPECT_NE(silent[0].detail.find("did not answer a probe"), std::string::npos)
-      << silent[0].detail;
+  EXPECT_NE(silent[0].detail.find("did not answer a probe"), std::string::npos) << silent[0].detail;
 }
 
 TEST(OfiTransport, AbortReachesEveryPeer) {

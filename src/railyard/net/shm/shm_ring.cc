@@ -116,8 +116,9 @@ Result<Segment> Segment::Open(const std::string& name, const std::string& who) {
         kSegmentVersion, magic, h->version);
   }
   seg.layout_ = SegmentLayout::For(h->size, h->ring_bytes, h->window_bytes);
-  if (h->ring_bytes == 0 || h->ring_bytes % kRingAlign != 0 || h->window_bytes > (uint64_t{1} << 40) ||
-      seg.layout_.total_bytes != h->total_bytes || h->total_bytes > seg.mapped_bytes_) {
+  if (h->ring_bytes == 0 || h->ring_bytes % kRingAlign != 0 ||
+      h->window_bytes > (uint64_t{1} << 40) || seg.layout_.total_bytes != h->total_bytes ||
+      h->total_bytes > seg.mapped_bytes_) {
     return FailedPrecondition(
         "{}: shm segment {} has an inconsistent layout ({} ranks, {}-byte rings, {} bytes, file {} "
         "bytes)",

@@ -33,7 +33,7 @@
 namespace railyard::net::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x31676573796c6972ULL;  // "rilyseg1"
-inline constexpr uint32_t kSegmentVersion = 2;  // 2: shared window
+inline constexpr uint32_t kSegmentVersion = 2;                    // 2: shared window
 inline constexpr size_t kMaxActivityBytes = 224;
 inline constexpr size_t kMaxAbortReasonBytes = 1024;
 // Ring sizes are multiples of this; message headers start on such boundaries so a header is
@@ -69,8 +69,8 @@ struct SegmentHeader {
   uint64_t window_bytes;  // 0: no window (not asked for, or /dev/shm had no room)
   uint8_t auth[32];  // HmacSha256(secret, AuthMessage(...)): proves the creator knows the secret
 
-  alignas(128) std::atomic<uint32_t> doorbell{0};  // futex word; bumped by wakers
-  alignas(128) std::atomic<uint32_t> sleeping{0};  // 1 while the owner may be in futex_wait
+  alignas(128) std::atomic<uint32_t> doorbell{0};    // futex word; bumped by wakers
+  alignas(128) std::atomic<uint32_t> sleeping{0};    // 1 while the owner may be in futex_wait
   alignas(128) std::atomic<uint64_t> window_seq{0};  // written by the owner only
   alignas(128) std::atomic<uint32_t> probe_flag{0};
   std::atomic<uint32_t> abort_state{0};  // 0 none, 1 being written, 2 set
@@ -126,7 +126,9 @@ class Segment {
   ProbeSlot* probe_slot(int prober) const;
   RingControl* ring_control(int sender) const;
   char* ring_data(int sender) const;
-  char* window() const { return layout_.window_bytes > 0 ? base_ + layout_.window_offset : nullptr; }
+  char* window() const {
+    return layout_.window_bytes > 0 ? base_ + layout_.window_offset : nullptr;
+  }
 
   // Fills / checks header()->auth = HmacSha256(secret, name, rank, pid): only a rank that
   // knows the job secret can make a segment its peers accept. Sign before publishing magic.

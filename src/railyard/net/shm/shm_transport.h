@@ -56,12 +56,12 @@ struct ShmOptions {
   // How long a waiting rank polls (with sched_yield between polls) before it sleeps on its
   // futex. Zero sleeps at once.
   std::chrono::microseconds spin{20};
-  // Bytes of this rank's shared window (SharedWindow in transport.h), preallocated in /dev/shm; 0 for
-  // none. Asked for only while /dev/shm has room for every rank's whole segment (the rings
-  // fill on first touch, and a full /dev/shm would then be SIGBUS); a rank without one turns
-  // the window off for all. 4 MiB: two 2 MiB halves, so a collective works on one while
-  // peers still read the other, small enough to stay in cache (measured, 4 ranks on 2 cores:
-  // 4 MiB beat 1, 2, 8 and 16 MiB).
+  // Bytes of this rank's shared window (SharedWindow in transport.h), preallocated in /dev/shm; 0
+  // for none. Asked for only while /dev/shm has room for every rank's whole segment (the rings fill
+  // on first touch, and a full /dev/shm would then be SIGBUS); a rank without one turns the window
+  // off for all. 4 MiB: two 2 MiB halves, so a collective works on one while peers still read the
+  // other, small enough to stay in cache (measured, 4 ranks on 2 cores: 4 MiB beat 1, 2, 8 and 16
+  // MiB).
   size_t window_bytes = 4 << 20;
 };
 

@@ -310,13 +310,13 @@ TEST_F(ShmTransportTest, ConsumingReceiveGetsWholeUnitsInOrder) {
     ConsumingReceiver* consuming = t.consuming_receiver();
     if (consuming == nullptr) return Internal("shm must support consuming receives");
     RY_ASSIGN_OR_RETURN(Request a, consuming->PostRecvConsume(0, 2, streamed.size(), kUnit,
-                                                     consumer(got[0], streamed.size())));
+                                                              consumer(got[0], streamed.size())));
     RY_RETURN_IF_ERROR(t.WaitAll({{a}}, Soon()));
     // Tag 3 arrives whole into the unexpected buffer before the marker can be read.
     RY_ASSIGN_OR_RETURN(Request c, t.PostRecv(0, 4, &marker_in, 4));
     RY_RETURN_IF_ERROR(t.WaitAll({{c}}, Soon()));
     RY_ASSIGN_OR_RETURN(Request b, consuming->PostRecvConsume(0, 3, buffered.size(), kUnit,
-                                                     consumer(got[1], buffered.size())));
+                                                              consumer(got[1], buffered.size())));
     RY_RETURN_IF_ERROR(t.WaitAll({{b}}, Soon()));
     if (t.ReceivedBytes(b) != buffered.size()) return Internal("tag 3: wrong length");
     return Status::Ok();

@@ -33,8 +33,10 @@ Result<CongestionControl> CongestionControl::Parse(std::string_view text) {
     ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_');
   }
   if (!ok) {
-    return InvalidArgument("tcp congestion control '{}': expected auto, system or an algorithm "
-                           "name such as cubic, reno or bbr", text);
+    return InvalidArgument(
+        "tcp congestion control '{}': expected auto, system or an algorithm "
+        "name such as cubic, reno or bbr",
+        text);
   }
   CongestionControl c;
   c.text_ = std::string(text);
@@ -47,14 +49,16 @@ Status CongestionControl::Check() const {
   if (!fd.valid()) return ErrnoStatus(errno, "tcp congestion control: socket");
   if (SetAlgorithm(fd.get(), text_)) return Status::Ok();
   if (errno == EPERM) {
-    return FailedPrecondition("tcp congestion control '{}' is not permitted to this process "
-                              "(permitted: {}; root or CAP_NET_ADMIN may use any of: {})",
-                              text_, KernelList("tcp_allowed_congestion_control"),
-                              KernelList("tcp_available_congestion_control"));
+    return FailedPrecondition(
+        "tcp congestion control '{}' is not permitted to this process "
+        "(permitted: {}; root or CAP_NET_ADMIN may use any of: {})",
+        text_, KernelList("tcp_allowed_congestion_control"),
+        KernelList("tcp_available_congestion_control"));
   }
-  return NotFound("tcp congestion control '{}' is not available in this kernel (available: "
-                  "{}; `modprobe tcp_{}` may add it)", text_,
-                  KernelList("tcp_available_congestion_control"), text_);
+  return NotFound(
+      "tcp congestion control '{}' is not available in this kernel (available: "
+      "{}; `modprobe tcp_{}` may add it)",
+      text_, KernelList("tcp_available_congestion_control"), text_);
 }
 
 std::string CongestionControl::Apply(int fd, bool same_kernel) const {

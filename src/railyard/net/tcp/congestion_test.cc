@@ -1,10 +1,9 @@
 #include "railyard/net/tcp/congestion.h"
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-
-#include <gtest/gtest.h>
 
 #include "railyard/base/files.h"
 
@@ -45,7 +44,8 @@ TEST(CongestionControl, RejectsWhatCannotBeAName) {
     ASSERT_FALSE(cc.ok()) << "'" << bad << "'";
     EXPECT_EQ(cc.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(cc.status().message().find("expected auto, system or an algorithm"),
-              std::string::npos) << cc.status().message();
+              std::string::npos)
+        << cc.status().message();
   }
 }
 
@@ -81,8 +81,7 @@ TEST(CongestionControl, SystemKeepsTheDefaultAndANameAppliesEverywhere) {
   EXPECT_EQ(AlgorithmOf(fd.get()), system_default);
 
   auto remote = TcpSocket();
-  EXPECT_EQ(CongestionControl::Parse("reno")->Apply(remote.get(), /*same_kernel=*/false),
-            "reno");
+  EXPECT_EQ(CongestionControl::Parse("reno")->Apply(remote.get(), /*same_kernel=*/false), "reno");
   EXPECT_EQ(AlgorithmOf(remote.get()), "reno");
 }
 
