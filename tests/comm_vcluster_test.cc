@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "cli_harness.h"
 #include "railyard/net/select.h"
 
@@ -62,7 +64,13 @@ TEST_F(CommVclusterTest, AllreduceAcrossHostsIsCorrect) {
 }
 
 TEST_F(CommVclusterTest, CutLinkIsNamedByEverySurvivor) {
-  for (const std::string& transport : InterHostTransports()) {
+  // tcp first: right after `vcluster heal`, connects from the healed host can fail for a
+  // second or two with EHOSTUNREACH, which libfabric's tcp provider retries and the tcp
+  // transport does not yet; a tcp run straight after a heal would fail at setup.
+  std::vector<std::string> transports = InterHostTransports();
+  std::stable_partition(transports.begin(), transports.end(),
+                        [](const std::string& t) { return t == "tcp"; });
+  for (const std::string& transport : transports) {
     base::SpawnOptions o;
     o.argv = {RAILYARD_BINARY, "bench",   "comm",        "--vcluster", kPrefix,
               "--ranks",       "4",       "--transport", transport,    "--sizes",
@@ -72,8 +80,11 @@ TEST_F(CommVclusterTest, CutLinkIsNamedByEverySurvivor) {
     auto deadline = base::Deadline::After(seconds(60));
     for (;;) {
       auto line = launcher->ReadLine(deadline);
-      ASSERT_TRUE(line.ok()) << transport
-                             << ": ranks never started timing: " << line.status().ToString();
+      if (!line.ok()) {
+        auto ended = launcher->Wait(base::Deadline::After(seconds(10)));
+        FAIL() << transport << ": ranks never started timing: " << line.status().ToString()
+               << "; its stderr: " << (ended.ok() ? ended->stderr_text : "(still running)");
+      }
       if (line->rfind("# timing", 0) == 0) break;
     }
     auto cut = RunRailyard({"vcluster", "cut", "--prefix", kPrefix, "node2"});

@@ -33,11 +33,17 @@ try {
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(process.argv[2] ?? path.join(here, "..", "..", "deploy"));
 
+// Folders under deploy/ that hold Railyard's own files, not Kubernetes objects: validation
+// plans (docs/formats.md), which the validate tests parse with Railyard's own reader.
+const notKubernetes = new Set([path.join(root, "plans")]);
+
 function manifests(dir) {
   const out = [];
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     const p = path.join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...manifests(p));
+    if (entry.isDirectory()) {
+      if (!notKubernetes.has(p)) out.push(...manifests(p));
+    }
     else if (/\.ya?ml$/.test(entry.name)) out.push(p);
   }
   return out.sort();
