@@ -24,7 +24,8 @@ void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONB
 // Child side of fork: only async-signal-safe calls until exec. On failure the errno is
 // written to `report_fd` (close-on-exec, so a successful exec closes it silently).
 [[noreturn]] void ExecChild(char* const* argv, char* const* envp, const char* path, const char* cwd,
-                            int netns_fd, int out_w, int err_w, int report_fd, pid_t parent) {
+                            int netns_fd, int in_r, int out_w, int err_w, int report_fd,
+                            pid_t parent) {
   auto fail = [&](int stage) {
     int payload[2] = {stage, errno};
     ssize_t ignored = ::write(report_fd, payload, sizeof payload);
@@ -41,8 +42,12 @@ void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONB
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::signal(SIGPIPE, SIG_DFL);
   if (netns_fd >= 0 && ::setns(netns_fd, CLONE_NEWNET) != 0) fail(1);
-  int devnull = ::open("/dev/null", O_RDONLY);
-  if (devnull >= 0) ::dup2(devnull, 0);
+  if (in_r >= 0) {
+    ::dup2(in_r, 0);
+  } else {
+    int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+  }
   if (out_w >= 0) ::dup2(out_w, 1);
   if (err_w >= 0) ::dup2(err_w, 2);
   if (cwd != nullptr && ::chdir(cwd) != 0) fail(2);
@@ -122,6 +127,10 @@ std::string ExitInfo::Describe() const {
 
 Result<Child> Child::Spawn(const SpawnOptions& options) {
   if (options.argv.empty()) return InvalidArgument("spawn: empty command line");
+  if (options.stdin_data.size() > kMaxStdinData) {
+    return InvalidArgument("spawn '{}': {} bytes for its stdin, at most {}",
+                           CommandLine(options.argv), options.stdin_data.size(), kMaxStdinData);
+  }
   Child child;
   child.command_ = CommandLine(options.argv);
   child.kill_group_on_exit_ = options.kill_group_on_exit;
@@ -163,12 +172,30 @@ Result<Child> Child::Spawn(const SpawnOptions& options) {
                          fmt::format("cannot open network namespace '{}'", options.netns_path));
     }
   }
-  int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, report[2] = {-1, -1};
+  int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, report[2] = {-1, -1};
   auto close_all = [&] {
-    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], report[0], report[1]}) {
+    for (int fd : {in_pipe[0], in_pipe[1], out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1],
+                   report[0], report[1]}) {
       if (fd >= 0) ::close(fd);
     }
   };
+  if (!options.stdin_data.empty()) {
+    // The data goes into the pipe now, in one write no larger than PIPE_BUF (atomic, never
+    // blocks on an empty pipe), and the write end is closed before fork: the child reads it
+    // and then EOF, and nothing here can block or take SIGPIPE if it never reads.
+    if (::pipe2(in_pipe, O_CLOEXEC) != 0) return ErrnoStatus(errno, "spawn: pipe");
+    ssize_t n;
+    do {
+      n = ::write(in_pipe[1], options.stdin_data.data(), options.stdin_data.size());
+    } while (n < 0 && errno == EINTR);
+    if (n != static_cast<ssize_t>(options.stdin_data.size())) {
+      int err = n < 0 ? errno : EIO;
+      close_all();
+      return ErrnoStatus(err, fmt::format("spawn '{}': writing its stdin", child.command_));
+    }
+    ::close(in_pipe[1]);
+    in_pipe[1] = -1;
+  }
   if ((options.capture_stdout && ::pipe2(out_pipe, O_CLOEXEC) != 0) ||
       (options.capture_stderr && ::pipe2(err_pipe, O_CLOEXEC) != 0) ||
       ::pipe2(report, O_CLOEXEC) != 0) {
@@ -185,9 +212,10 @@ Result<Child> Child::Spawn(const SpawnOptions& options) {
   }
   if (pid == 0) {
     ExecChild(argv.data(), envp.data(), path.c_str(),
-              options.cwd.empty() ? nullptr : options.cwd.c_str(), netns.get(), out_pipe[1],
-              err_pipe[1], report[1], parent);
+              options.cwd.empty() ? nullptr : options.cwd.c_str(), netns.get(), in_pipe[0],
+              out_pipe[1], err_pipe[1], report[1], parent);
   }
+  if (in_pipe[0] >= 0) ::close(in_pipe[0]);
   // Parent. Also set the group here so that a kill right after Spawn reaches it.
   ::setpgid(pid, pid);
   child.pid_ = pid;

@@ -40,7 +40,14 @@ struct SpawnOptions {
   // descendants do not outlive the command. Off for commands that must daemonise.
   bool kill_group_on_exit = true;
   size_t max_capture_bytes = 16u << 20;  // per stream; excess is dropped and noted
+  // Written to the child's stdin, which is then closed (EOF); empty: stdin is /dev/null.
+  // At most kMaxStdinData bytes: it is written into the pipe before the child starts, so
+  // Spawn never blocks on a child that does not read. How a secret reaches a child without
+  // appearing on its command line or in its environment.
+  std::string stdin_data;
 };
+
+inline constexpr size_t kMaxStdinData = 4096;  // PIPE_BUF: one write, fits any pipe
 
 struct ExitInfo {
   int exit_code = -1;  // valid when signal == 0
@@ -57,7 +64,8 @@ struct ExitInfo {
 class Child {
  public:
   // Starts the command. NOT_FOUND when argv[0] cannot be found or executed, naming it;
-  // NOT_FOUND/PERMISSION_DENIED for a bad netns path.
+  // NOT_FOUND/PERMISSION_DENIED for a bad netns path; INVALID_ARGUMENT for stdin_data over
+  // kMaxStdinData.
   static Result<Child> Spawn(const SpawnOptions& options);
 
   Child(Child&& other) noexcept;

@@ -33,6 +33,24 @@ TEST(SubprocessTest, CapturesOutputAndExitCode) {
   EXPECT_EQ(r->Describe(), "'sh -c 'echo out; echo err >&2; exit 3'' exited with 3: err");
 }
 
+TEST(SubprocessTest, StdinDataIsReadThenEof) {
+  // cat ends only at EOF, so its exit proves the pipe was closed after the data.
+  SpawnOptions o{.argv = {"cat"}, .stdin_data = "s3cret\nline two\n"};
+  auto r = RunCommand(o, Deadline::After(10s));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_text, "s3cret\nline two\n");
+  // Without data, stdin is /dev/null: EOF at once.
+  auto empty = RunCommand({.argv = {"cat"}}, Deadline::After(10s));
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_EQ(empty->stdout_text, "");
+  // A child that never reads does not block Spawn, and exits normally.
+  auto ignored = RunCommand({.argv = {"true"}, .stdin_data = "unread"}, Deadline::After(10s));
+  ASSERT_TRUE(ignored.ok()) << ignored.status().ToString();
+  EXPECT_TRUE(ignored->Succeeded());
+  auto big = Child::Spawn({.argv = {"cat"}, .stdin_data = std::string(kMaxStdinData + 1, 'x')});
+  EXPECT_EQ(big.status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(SubprocessTest, PassesEnvironmentOverrides) {
   ::setenv("RAILYARD_SUBPROCESS_TEST", "parent", 1);
   SpawnOptions o{.argv = {"sh", "-c", "echo $RAILYARD_SUBPROCESS_TEST-$EXTRA"},
