@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -21,7 +22,20 @@ namespace {
 
 const base::Logger kLog("net");
 
+std::function<void(int)>& ConnectFailureHook() {
+  static std::function<void(int)> hook;
+  return hook;
+}
+
 }  // namespace
+
+bool IsTransientConnectError(int err) {
+  return err == EHOSTUNREACH || err == ENETUNREACH || err == ETIMEDOUT || err == ECONNREFUSED;
+}
+
+void SetConnectFailureHookForTest(std::function<void(int err)> hook) {
+  ConnectFailureHook() = std::move(hook);
+}
 
 void TuneSocket(int fd, size_t buffer_bytes) {
   int one = 1;
@@ -36,7 +50,10 @@ void TuneSocket(int fd, size_t buffer_bytes) {
 void TcpTransport::EnsureConnected(int peer) {
   PeerState& p = peers_[peer];
   for (uint32_t s = 0; s < p.out.size(); ++s) {
-    if (p.out[s].state == OutStream::kIdle) StartConnect(peer, s);
+    if (p.out[s].state != OutStream::kIdle) continue;
+    p.out[s].retries = 0;
+    p.out[s].backoff = kFirstConnectBackoff;
+    StartConnect(peer, s);
   }
 }
 
@@ -62,12 +79,45 @@ void TcpTransport::StartConnect(int peer, uint32_t stream) {
   s.handshake.reset();
   s.challenge_got = 0;
   int rc = ::connect(s.fd.get(), reinterpret_cast<sockaddr*>(&p.addr), sizeof p.addr);
-  if (rc != 0 && errno != EINPROGRESS) {
-    FailPeer(peer, ErrnoStatus(errno, fmt::format("connect to {}", p.info.address)));
-    return;
-  }
+  if (rc != 0 && errno != EINPROGRESS) return ConnectFailed(peer, stream, errno);
   loop_.Add(s.fd.get(), OutKey(peer, stream), EPOLLIN | EPOLLOUT);
   s.want_out = true;
+}
+
+void TcpTransport::ConnectFailed(int peer, uint32_t stream, int err) {
+  PeerState& p = peers_[peer];
+  OutStream& s = p.out[stream];
+  if (const auto& hook = ConnectFailureHook()) hook(err);
+  const auto now = std::chrono::steady_clock::now();
+  if (s.retries == 0) s.first_failure = now;
+  const auto window = err == ECONNREFUSED ? kRefusedRetry : kUnreachableRetry;
+  if (!IsTransientConnectError(err) || now + s.backoff - s.first_failure > window) {
+    Status st = ErrnoStatus(err, fmt::format("connect to {}", p.info.address));
+    if (s.retries > 0) {
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - s.first_failure);
+      st = Status(st.code(), fmt::format("{} (tried {} times over {} ms)", st.message(),
+                                         s.retries + 1, ms.count()));
+    }
+    return FailPeer(peer, std::move(st));
+  }
+  // Wait on a timerfd under the stream's own key: the event loop needs no timer list.
+  loop_.Remove(s.fd.get());
+  s.fd.Reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+  if (!s.fd.valid()) return FailPeer(peer, ErrnoStatus(errno, "timerfd_create"));
+  itimerspec when{};
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(s.backoff).count();
+  when.it_value.tv_sec = ns / 1'000'000'000;
+  when.it_value.tv_nsec = ns % 1'000'000'000;
+  if (::timerfd_settime(s.fd.get(), 0, &when, nullptr) != 0) {
+    return FailPeer(peer, ErrnoStatus(errno, "timerfd_settime"));
+  }
+  kLog.Debug("rank {} -> {}: connect failed ({}); retrying in {} ms", opt_.rank, p.info.address,
+             std::strerror(err), s.backoff.count());
+  loop_.Add(s.fd.get(), OutKey(peer, stream), EPOLLIN);
+  s.state = OutStream::kBackoff;
+  s.want_out = false;
+  ++s.retries;
+  s.backoff = std::min(2 * s.backoff, kMaxConnectBackoff);
 }
 
 void TcpTransport::SetWantOut(OutStream& s, bool want, uint64_t key) {
@@ -154,13 +204,17 @@ void TcpTransport::HandleOutEvent(uint64_t key, uint32_t events) {
   PeerState& p = peers_[peer];
   OutStream& s = p.out[stream];
   if (!s.fd.valid()) return;
+  if (s.state == OutStream::kBackoff) {
+    uint64_t expirations = 0;
+    if (::read(s.fd.get(), &expirations, sizeof expirations) != sizeof expirations) return;
+    loop_.Remove(s.fd.get());
+    return StartConnect(peer, stream);
+  }
   if (s.state == OutStream::kConnecting) {
     int err = 0;
     socklen_t len = sizeof err;
     getsockopt(s.fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
-    if (err != 0) {
-      return FailPeer(peer, ErrnoStatus(err, fmt::format("connect to {}", p.info.address)));
-    }
+    if (err != 0) return ConnectFailed(peer, stream, err);
     if (!(events & (EPOLLOUT | EPOLLIN))) return;
     HelloContext ctx{opt_.rank, peer, stream, static_cast<uint32_t>(p.out.size())};
     s.handshake.emplace(kTcpHandshake, opt_.secret);

@@ -6,6 +6,15 @@
 // (non-blocking connect) -> kAwaitChallenge (hello sent) -> kReady (answer sent, frames
 // flow); an InStream proves the peer (AuthenticateInStream) and then parses frames.
 //
+// Connect retries. A connect that fails with EHOSTUNREACH, ENETUNREACH or ETIMEDOUT is
+// retried: a link that has just come back up (a healed cable, a port whose carrier returns)
+// gives exactly these for a second or two. The stream waits in kBackoff on a timerfd
+// registered under its own epoll key (10 ms, doubling to 200 ms) and connects again, for up
+// to kUnreachableRetry after its first failure; then the peer fails with the last errno
+// text, naming its rank and address. ECONNREFUSED is retried only for kRefusedRetry: a peer
+// publishes its address after it listens, so a refusal almost always means a dead rank, and
+// the communicator's probe (450 ms) must still see it as dead, not hung.
+//
 // Parking. A message is split into chunks; chunk 0 always travels on stream 0, the others
 // on streams 1..k-1. Stream 0 therefore announces messages in send order, and a message is
 // matched to a receive when it is announced, so FIFO per (peer, tag) holds whatever the
@@ -18,9 +27,11 @@
 // Internal to net/tcp. Thread-safety: owned by the transport's progress thread.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,6 +48,19 @@ namespace railyard::net::tcp {
 // TCP_NODELAY, and both socket buffers at `buffer_bytes` when it is not 0.
 void TuneSocket(int fd, size_t buffer_bytes);
 
+inline constexpr std::chrono::milliseconds kFirstConnectBackoff{10};
+inline constexpr std::chrono::milliseconds kMaxConnectBackoff{200};
+inline constexpr std::chrono::milliseconds kUnreachableRetry{5000};
+inline constexpr std::chrono::milliseconds kRefusedRetry{100};
+
+// True for the connect errors that are retried (see above).
+bool IsTransientConnectError(int err);
+
+// Test hook: called on the progress thread with the errno of every failed connect attempt,
+// before the transport decides whether to retry it. Empty: none. Set it only while no
+// transport runs.
+void SetConnectFailureHookForTest(std::function<void(int err)> hook);
+
 // One chunk queued on an outbound stream.
 struct SendChunk {
   uint64_t req = 0;  // 0 for control frames
@@ -48,8 +72,12 @@ struct SendChunk {
 };
 
 struct OutStream {
-  base::UniqueFd fd;
-  enum State { kIdle, kConnecting, kAwaitChallenge, kReady } state = kIdle;
+  base::UniqueFd fd;  // the socket; a timerfd while in kBackoff
+  enum State { kIdle, kBackoff, kConnecting, kAwaitChallenge, kReady } state = kIdle;
+  // Connect retries of the current attempt to reach the peer (see above).
+  int retries = 0;
+  std::chrono::steady_clock::time_point first_failure;
+  std::chrono::milliseconds backoff = kFirstConnectBackoff;
   std::optional<Handshake> handshake;
   char challenge[kChallengeBytes];
   size_t challenge_got = 0;

@@ -130,6 +130,8 @@ class TcpTransport final : public Transport, public ConsumingReceiver {
   // connection.cc
   void EnsureConnected(int peer);
   void StartConnect(int peer, uint32_t stream);
+  // A connect attempt failed with `err`: wait and retry it, or fail the peer (connection.h).
+  void ConnectFailed(int peer, uint32_t stream, int err);
   void QueueControl(int peer, FrameType type, uint64_t nonce, std::string payload);
   void FlushStream(int peer, uint32_t stream);
   void SetWantOut(OutStream& s, bool want, uint64_t key);

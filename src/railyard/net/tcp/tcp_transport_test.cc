@@ -5,15 +5,19 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
+#include <future>
 #include <numeric>
 
 #include "railyard/base/files.h"
 #include "railyard/base/hmac.h"
 #include "railyard/net/handshake.h"
+#include "railyard/net/tcp/connection.h"
 #include "railyard/net/transport_testing.h"
 
 namespace railyard::net {
@@ -679,6 +683,94 @@ TEST(TcpTransport, WaitsThatNeverPollStillComplete) {
     }
     return Status::Ok();
   }));
+}
+
+// A bound socket that does not listen at `addr` ("ip:port"): connects to it are refused, and
+// no other process can take the port meanwhile.
+base::UniqueFd BindWithoutListening(const std::string& addr) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  inet_pton(AF_INET, addr.substr(0, addr.rfind(':')).c_str(), &a.sin_addr);
+  a.sin_port = htons(static_cast<uint16_t>(std::stoi(addr.substr(addr.rfind(':') + 1))));
+  base::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  int one = 1;
+  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) fd.Reset();
+  return fd;
+}
+
+// Clears the connect hook when a test ends, also when it fails half-way.
+struct ConnectHookGuard {
+  ~ConnectHookGuard() { tcp::SetConnectFailureHookForTest({}); }
+};
+
+// Rank 1's port refuses connections until rank 0's first refusal has been seen, then
+// listens: rank 0's connect is retried and reaches it (its hello arrives), instead of
+// failing the peer at the first refusal.
+TEST(TcpTransport, ConnectIsRetriedUntilThePeerListens) {
+  auto g = StartTransportGroupForTest(NewTcpTransport, 2);
+  ASSERT_TRUE(g.status.ok()) << g.status.ToString();
+  const std::string addr = g.ranks[0]->peer(1).address;
+  g.ranks[1].reset();
+  base::UniqueFd port = BindWithoutListening(addr);
+  ASSERT_TRUE(port.valid()) << addr << ": " << std::strerror(errno);
+  std::atomic<int> refusals{0};
+  std::promise<void> listening;
+  ConnectHookGuard guard;
+  tcp::SetConnectFailureHookForTest([&](int err) {
+    if (err != ECONNREFUSED || refusals++ > 0) return;
+    ASSERT_EQ(::listen(port.get(), 4), 0) << std::strerror(errno);
+    listening.set_value();
+  });
+  char c = 'x';
+  auto s = g.ranks[0]->PostSend(1, 1, &c, 1);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Status sent;
+  std::thread driver([&] { sent = g.ranks[0]->WaitAll({&*s, 1}, Soon()); });
+  ASSERT_EQ(listening.get_future().wait_for(seconds(20)), std::future_status::ready);
+  pollfd pf{port.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&pf, 1, 20'000), 1);
+  base::UniqueFd conn(::accept4(port.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  ASSERT_TRUE(conn.valid()) << std::strerror(errno);
+  timeval tv{20, 0};
+  setsockopt(conn.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string hello(64, '\0');
+  ssize_t n = ::recv(conn.get(), hello.data(), hello.size(), 0);
+  EXPECT_GT(n, 0) << "rank 0 connected but sent no hello";
+  conn.Reset();  // no challenge: rank 0 gives up on this listener
+  driver.join();
+  EXPECT_GE(refusals.load(), 1);
+  EXPECT_FALSE(sent.ok());
+  EXPECT_NE(sent.message().find("closed the connection before proving the job secret"),
+            std::string::npos)
+      << sent.ToString();
+}
+
+// A port that never listens: the connect is retried briefly, then the peer fails with the
+// errno text, naming its rank and address.
+TEST(TcpTransport, ConnectToAPortThatNeverListensFailsNamingTheAddress) {
+  auto g = StartTransportGroupForTest(NewTcpTransport, 2);
+  ASSERT_TRUE(g.status.ok()) << g.status.ToString();
+  const std::string addr = g.ranks[0]->peer(1).address;
+  g.ranks[1].reset();
+  base::UniqueFd port = BindWithoutListening(addr);
+  ASSERT_TRUE(port.valid()) << addr << ": " << std::strerror(errno);
+  std::atomic<int> refusals{0};
+  ConnectHookGuard guard;
+  tcp::SetConnectFailureHookForTest([&](int err) { refusals += err == ECONNREFUSED; });
+  char c = 'x';
+  auto s = g.ranks[0]->PostSend(1, 1, &c, 1);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Status sent = g.ranks[0]->WaitAll({&*s, 1}, Soon());
+  EXPECT_FALSE(sent.ok());
+  EXPECT_NE(sent.message().find("rank 1"), std::string::npos) << sent.ToString();
+  EXPECT_NE(sent.message().find("connect to " + addr + ": Connection refused"), std::string::npos)
+      << sent.ToString();
+  EXPECT_GT(refusals.load(), 1) << "the refused connect was not retried";
+  EXPECT_TRUE(tcp::IsTransientConnectError(EHOSTUNREACH));
+  EXPECT_TRUE(tcp::IsTransientConnectError(ENETUNREACH));
+  EXPECT_TRUE(tcp::IsTransientConnectError(ETIMEDOUT));
+  EXPECT_FALSE(tcp::IsTransientConnectError(EACCES));
 }
 
 }  // namespace
