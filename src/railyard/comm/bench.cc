@@ -19,21 +19,7 @@ double ReduceValues(ReduceOp op, int n, size_t i) {
   double acc = Value(0, i);
   for (int r = 1; r < n; ++r) {
     double v = Value(r, i);
-    switch (op) {
-      case ReduceOp::kSum:
-      case ReduceOp::kAvg:
-        acc += v;
-        break;
-      case ReduceOp::kProd:
-        acc *= v;
-        break;
-      case ReduceOp::kMin:
-        acc = std::min(acc, v);
-        break;
-      case ReduceOp::kMax:
-        acc = std::max(acc, v);
-        break;
-    }
+    acc = ReduceScalar(op, acc, v);
   }
   return acc;
 }

@@ -36,21 +36,7 @@ void Expected(DataType t, ReduceOp op, int n, size_t i, void* out, size_t at = S
   double acc = Input(op, 0, i);
   for (int r = 1; r < n; ++r) {
     double v = Input(op, r, i);
-    switch (op) {
-      case ReduceOp::kSum:
-      case ReduceOp::kAvg:
-        acc += v;
-        break;
-      case ReduceOp::kProd:
-        acc *= v;
-        break;
-      case ReduceOp::kMin:
-        acc = std::min(acc, v);
-        break;
-      case ReduceOp::kMax:
-        acc = std::max(acc, v);
-        break;
-    }
+    acc = ReduceScalar(op, acc, v);
   }
   if (op != ReduceOp::kAvg || n == 1) return StoreValue(t, out, at, acc);
   switch (t) {

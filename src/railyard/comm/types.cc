@@ -208,6 +208,21 @@ void StoreValue(DataType t, void* base, size_t i, double v) {
   }
 }
 
+double ReduceScalar(ReduceOp op, double a, double b) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAvg:
+      return a + b;
+    case ReduceOp::kProd:
+      return a * b;
+    case ReduceOp::kMin:
+      return std::min(a, b);
+    case ReduceOp::kMax:
+      return std::max(a, b);
+  }
+  return a;
+}
+
 void Reduce(DataType type, ReduceOp op, void* out, const void* a, const void* b, size_t n) {
   switch (type) {
     case DataType::kF32:

@@ -27,6 +27,10 @@ std::string_view ReduceOpName(ReduceOp op);    // "sum" ...
 Result<DataType> ParseDataType(std::string_view text);
 Result<ReduceOp> ParseReduceOp(std::string_view text);
 
+// a (op) b in double, kAvg summing (FinishAverage divides later): the reference value tests
+// and the benchmark's check compute expected results with.
+double ReduceScalar(ReduceOp op, double a, double b);
+
 // out[i] = a[i] (op) b[i] for i < count; avg accumulates like sum. `out` may be `a` (in
 // place); otherwise the three ranges must not overlap.
 void Reduce(DataType type, ReduceOp op, void* out, const void* a, const void* b, size_t count);
