@@ -28,6 +28,18 @@ std::string_view StripTrailingAsciiWhitespace(std::string_view s) {
   return StripTrailingChars(s, kAsciiWhitespace);
 }
 
+std::vector<std::string_view> SplitLines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    lines.push_back(text.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return lines;
+}
+
 std::string_view StripAsciiWhitespace(std::string_view s) {
   return StripChars(s, kAsciiWhitespace);
 }

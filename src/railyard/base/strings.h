@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "railyard/base/status.h"
 
@@ -31,6 +32,10 @@ std::string_view StripChars(std::string_view s, std::string_view chars);
 std::string_view StripLeadingAsciiWhitespace(std::string_view s);
 std::string_view StripTrailingAsciiWhitespace(std::string_view s);
 std::string_view StripAsciiWhitespace(std::string_view s);
+
+// The lines of `text` without their '\n', as views into it: "a\nb\n" and "a\nb" both give
+// {"a", "b"}; an empty line in the middle is kept, so index + 1 is the line number.
+std::vector<std::string_view> SplitLines(std::string_view text);
 
 // "source:line" for error messages, or just "source" when the line is unknown (line <= 0).
 std::string Where(std::string_view source, int line);

@@ -8,6 +8,17 @@
 namespace railyard::base {
 namespace {
 
+TEST(StringsTest, SplitLinesKeepsInnerEmptyLinesAndDropsTheFinalNewline) {
+  using V = std::vector<std::string_view>;
+  EXPECT_EQ(SplitLines("a\nb\n"), (V{"a", "b"}));
+  EXPECT_EQ(SplitLines("a\nb"), (V{"a", "b"}));
+  EXPECT_EQ(SplitLines("a\n\nc"), (V{"a", "", "c"}));
+  EXPECT_EQ(SplitLines(""), V{});
+  EXPECT_EQ(SplitLines("\n"), (V{""}));
+  std::string_view text = "x\ny";
+  EXPECT_EQ(SplitLines(text)[1].data(), text.data() + 2);  // a view, not a copy
+}
+
 TEST(StringsTest, StripAsciiWhitespaceBothEnds) {
   EXPECT_EQ(StripAsciiWhitespace(" \t\r\n a b \v\f\n"), "a b");
   EXPECT_EQ(StripAsciiWhitespace("ab"), "ab");

@@ -77,12 +77,7 @@ bool IsAws(const nlohmann::json& j) {
 }
 
 bool LooksLikeSlurmConf(std::string_view text) {
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
+  for (std::string_view line : base::SplitLines(text)) {
     line = base::StripLeadingAsciiWhitespace(line);
     std::string head;
     for (char c : line.substr(0, 12)) {

@@ -118,12 +118,7 @@ Result<Cluster> ParseSlurmTopologyConf(std::string_view text, std::string_view s
   int sizes_line = 0;
   size_t total = 0;
   int line_no = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
+  for (std::string_view line : base::SplitLines(text)) {
     ++line_no;
     std::string where = base::Where(source, line_no);
     if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
