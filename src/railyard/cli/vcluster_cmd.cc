@@ -61,13 +61,20 @@ void PrintTree(const ClusterState& s) {
   for (size_t l = 0; l < plan.leaves.size(); ++l) {
     const auto& leaf = plan.leaves[l];
     bool last_leaf = l + 1 == plan.leaves.size();
-    fmt::print("{} {}  (uplink {})\n", last_leaf ? "└─" : "├─", leaf.name,
-               RateText(plan.spec.spine_rate_bits));
+    fmt::print("{} {}  (uplink {}{})\n", last_leaf ? "└─" : "├─", leaf.name,
+               RateText(s.UplinkRate(leaf.name)),
+               s.uplink_rates.count(leaf.name) ? ", DEGRADED" : "");
     for (size_t k = 0; k < leaf.hosts.size(); ++k) {
       const auto& h = plan.hosts[leaf.hosts[k]];
       std::string notes;
       if (s.cut.count(h.name)) notes += "  CUT";
       if (s.host_rates.count(h.name)) notes += "  DEGRADED";
+      if (auto f = s.scratch_faults.find(h.name); f != s.scratch_faults.end()) {
+        notes += f->second == ScratchFault::kReadOnly ? "  SCRATCH-READONLY" : "  SCRATCH-FULL";
+      }
+      if (auto p = s.hidden_providers.find(h.name); p != s.hidden_providers.end()) {
+        for (const auto& name : p->second) notes += "  NO-" + name;
+      }
       fmt::print("{}  {} {:<8} {:<15} link {}{}\n", last_leaf ? "  " : "│ ",
                  k + 1 == leaf.hosts.size() ? "└─" : "├─", h.name, h.address,
                  RateText(s.HostRate(h.name)), notes);
@@ -76,6 +83,8 @@ void PrintTree(const ClusterState& s) {
   for (const auto& p : s.paths) {
     fmt::print("path {} <-> {} degraded to {}\n", p.a, p.b, RateText(p.rate_bits));
   }
+  fmt::print("control address: {}\n", s.control_address.empty() ? "none" : s.control_address);
+  fmt::print("shared dir: {}\n", s.shared_dir.empty() ? "none" : s.shared_dir);
 }
 
 nlohmann::json StateJson(const ClusterState& s) {
@@ -87,7 +96,8 @@ nlohmann::json StateJson(const ClusterState& s) {
                               {"address", h.address},
                               {"netns", s.spec().mode == Mode::kNetns ? h.netns : ""},
                               {"rate_bits", s.HostRate(h.name)},
-                              {"cut", s.cut.count(h.name) > 0}});
+                              {"cut", s.cut.count(h.name) > 0},
+                              {"scratch_dir", s.ScratchDir(h.name)}});
   }
   return j;
 }
@@ -105,9 +115,13 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
       "  railyard vcluster up --hosts 8 --leaves 2 --leaf-rate 10Gbit --spine-rate 5Gbit\n"
       "  railyard vcluster status\n"
       "  railyard vcluster exec node0 -- ping -c1 198.18.1.5\n"
-      "  railyard vcluster degrade node3 --rate 100Mbit\n"
-      "  railyard vcluster degrade node0 node5 --rate 50Mbit\n"
+      "  railyard vcluster degrade node3 --rate 100Mbit          # one host's link\n"
+      "  railyard vcluster degrade node0 node5 --rate 50Mbit     # one path\n"
+      "  railyard vcluster degrade --uplink leaf0 --rate 40Mbit  # one leaf's uplink\n"
       "  railyard vcluster cut node2 && railyard vcluster heal node2\n"
+      "  railyard vcluster fault scratch-readonly node3          # or scratch-full\n"
+      "  railyard vcluster fault hide-provider node3 tcp\n"
+      "  railyard vcluster restore                               # undo all but cuts\n"
       "  railyard vcluster down\n"
       "Docs: docs/vcluster.md\n");
 
@@ -418,49 +432,147 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
     struct Flags {
       CommonFlags common;
       std::vector<std::string> hosts;
+      std::string uplink;
       std::string rate;
     };
     auto f = std::make_shared<Flags>();
     CLI::App* dg = vc->add_subcommand(
-        "degrade", "Slow one host's link (one host) or one path between two hosts");
+        "degrade",
+        "Slow one host's link (one host), one path between two hosts, or one leaf's uplink to "
+        "the spine (--uplink)");
     AddCommonFlags(dg, &f->common);
-    dg->add_option("hosts", f->hosts, "HOST, or HOST-A HOST-B for one path")
-        ->required()
-        ->expected(1, 2);
+    dg->add_option("hosts", f->hosts, "HOST, or HOST-A HOST-B for one path")->expected(0, 2);
+    dg->add_option("--uplink", f->uplink,
+                   "slow this leaf's uplink instead (both directions), e.g. leaf0; every "
+                   "path between its hosts and other leaves crosses it");
     dg->add_option("--rate", f->rate, "the new rate, e.g. 100Mbit")->required();
     dg->footer(
         "Examples:\n  railyard vcluster degrade node3 --rate 100Mbit\n"
-        "  railyard vcluster degrade node0 node5 --rate 50Mbit\n");
+        "  railyard vcluster degrade node0 node5 --rate 50Mbit\n"
+        "  railyard vcluster degrade --uplink leaf0 --rate 40Mbit\n"
+        "Undo with `railyard vcluster restore`.\n");
     dg->callback([f, action] {
       *action = [f]() -> Outcome {
+        if (f->uplink.empty() == f->hosts.empty()) {
+          return InvalidArgument(
+              "degrade: name one host, two hosts (a path) or --uplink LEAF, e.g. `railyard "
+              "vcluster degrade node3 --rate 100Mbit` or `... degrade --uplink leaf0 --rate "
+              "40Mbit`");
+        }
         auto rate = base::ParseRateBits(f->rate);
         if (!rate.ok()) return rate.status().WithContext("--rate");
         auto system = MakeSystemRunner(std::chrono::seconds(20));
         VirtualCluster vcl(system.get(), f->common.state_dir);
-        Status s = f->hosts.size() == 1
-                       ? vcl.DegradeHost(f->common.prefix, f->hosts[0], *rate)
-                       : vcl.DegradePath(f->common.prefix, f->hosts[0], f->hosts[1], *rate);
-        if (s.ok()) {
-          fmt::print("{} degraded to {}\n",
-                     f->hosts.size() == 1 ? f->hosts[0] : f->hosts[0] + " <-> " + f->hosts[1],
-                     RateText(*rate));
+        Status s;
+        std::string what;
+        if (!f->uplink.empty()) {
+          s = vcl.DegradeUplink(f->common.prefix, f->uplink, *rate);
+          what = f->uplink + " uplink";
+        } else if (f->hosts.size() == 1) {
+          s = vcl.DegradeHost(f->common.prefix, f->hosts[0], *rate);
+          what = f->hosts[0];
+        } else {
+          s = vcl.DegradePath(f->common.prefix, f->hosts[0], f->hosts[1], *rate);
+          what = f->hosts[0] + " <-> " + f->hosts[1];
         }
+        if (s.ok()) fmt::print("{} degraded to {}\n", what, RateText(*rate));
         return s;
       };
     });
 
     auto r = std::make_shared<CommonFlags>();
-    CLI::App* rs = vc->add_subcommand("restore", "Undo every degrade (cut links stay cut)");
+    CLI::App* rs = vc->add_subcommand(
+        "restore",
+        "Undo every degrade (hosts, paths, uplinks) and every fault (scratch, hidden "
+        "providers); cut links stay cut (use heal)");
     AddCommonFlags(rs, r.get());
     rs->callback([r, action] {
       *action = [r]() -> Outcome {
         auto system = MakeSystemRunner(std::chrono::seconds(20));
         VirtualCluster vcl(system.get(), r->state_dir);
         Status s = vcl.Restore(r->prefix);
-        if (s.ok()) fmt::print("cluster '{}': link rates restored\n", r->prefix);
+        if (s.ok()) fmt::print("cluster '{}': link rates and faults restored\n", r->prefix);
         return s;
       };
     });
+
+    // fault
+    CLI::App* fault = vc->add_subcommand(
+        "fault",
+        "Inject a host fault that is not a link: a scratch directory read-only or "
+        "full, a fabric provider hidden");
+    fault->require_subcommand(1);
+    fault->footer(
+        "Examples:\n"
+        "  railyard vcluster fault scratch-readonly node3   # writes under its scratch dir: EROFS\n"
+        "  railyard vcluster fault scratch-full node3       # a full 1 MiB tmpfs: ENOSPC\n"
+        "  railyard vcluster fault hide-provider node3 tcp  # its commands get FI_PROVIDER=^tcp\n"
+        "  railyard vcluster fault clear node3              # undo node3's faults\n"
+        "  railyard vcluster restore                        # undo every fault and degrade\n"
+        "The scratch dir of HOST is <state-dir>/<prefix>-shared/HOST (`vcluster status`); "
+        "`vcluster exec` sets RAILYARD_VHOST_SCRATCH to it.\n");
+    struct FaultSpec {
+      const char* name;
+      const char* help;
+      bool takes_provider;
+    };
+    for (FaultSpec spec : {
+             FaultSpec{"scratch-readonly",
+                       "Make HOST's scratch directory read-only (a read-only bind mount over it)",
+                       false},
+             FaultSpec{"scratch-full",
+                       "Make HOST's scratch directory full (a 1 MiB tmpfs over it, filled)", false},
+             FaultSpec{"hide-provider",
+                       "Hide a libfabric provider from HOST: every `vcluster exec` on it runs "
+                       "with FI_PROVIDER=^PROVIDER",
+                       true},
+             FaultSpec{"clear", "Undo HOST's scratch fault and hidden providers", false},
+         }) {
+      struct FaultFlags {
+        CommonFlags common;
+        std::string host;
+        std::string provider;
+      };
+      auto ff = std::make_shared<FaultFlags>();
+      CLI::App* sub = fault->add_subcommand(spec.name, spec.help);
+      AddCommonFlags(sub, &ff->common);
+      sub->add_option("host", ff->host, "host name, e.g. node3")->required();
+      if (spec.takes_provider) {
+        sub->add_option("provider", ff->provider, "provider name, e.g. tcp, verbs, efa")
+            ->required();
+      }
+      sub->footer(fmt::format("Example:\n  railyard vcluster fault {} node3{}\n", spec.name,
+                              spec.takes_provider ? " tcp" : ""));
+      const std::string which = spec.name;
+      sub->callback([ff, action, which] {
+        *action = [ff, which]() -> Outcome {
+          auto system = MakeSystemRunner(std::chrono::seconds(20));
+          VirtualCluster vcl(system.get(), ff->common.state_dir);
+          const std::string& p = ff->common.prefix;
+          Status s;
+          if (which == "scratch-readonly") {
+            s = vcl.SetScratchFault(p, ff->host, ScratchFault::kReadOnly);
+          } else if (which == "scratch-full") {
+            s = vcl.SetScratchFault(p, ff->host, ScratchFault::kFull);
+          } else if (which == "hide-provider") {
+            s = vcl.HideProvider(p, ff->host, ff->provider);
+          } else {
+            s = vcl.ClearFaults(p, ff->host);
+          }
+          if (!s.ok()) return s;
+          if (which == "hide-provider") {
+            fmt::print("{}: provider {} hidden (FI_PROVIDER=^{} for its commands)\n", ff->host,
+                       ff->provider, ff->provider);
+          } else if (which == "clear") {
+            fmt::print("{}: faults cleared\n", ff->host);
+          } else {
+            fmt::print("{}: scratch directory {}\n", ff->host,
+                       which == "scratch-full" ? "full" : "read-only");
+          }
+          return Status::Ok();
+        };
+      });
+    }
 
     for (bool cut : {true, false}) {
       auto c = std::make_shared<Flags>();

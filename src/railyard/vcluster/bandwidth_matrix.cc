@@ -1,6 +1,7 @@
 #include "railyard/vcluster/bandwidth_matrix.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,18 @@ HostExecution ExecutionFor(const ClusterState& state, const HostPlan& host) {
   e.env = {{"RAILYARD_VHOST", host.name},
            {"RAILYARD_VHOST_ADDR", host.address},
            {kPrefixEnv, state.spec().prefix}};
+  if (!state.shared_dir.empty()) {
+    e.env.emplace_back("RAILYARD_VCLUSTER_SHARED_DIR", state.shared_dir);
+    e.env.emplace_back("RAILYARD_VHOST_SCRATCH", state.ScratchDir(host.name));
+  }
+  if (!state.control_address.empty()) {
+    e.env.emplace_back("RAILYARD_VCLUSTER_CONTROL_ADDR", state.control_address);
+  }
+  // libfabric's own exclusion syntax (fabric(7)): a list that starts with '^' is negated.
+  auto hidden = state.hidden_providers.find(host.name);
+  if (hidden != state.hidden_providers.end() && !hidden->second.empty()) {
+    e.env.emplace_back("FI_PROVIDER", fmt::format("^{}", fmt::join(hidden->second, ",")));
+  }
   return e;
 }
 

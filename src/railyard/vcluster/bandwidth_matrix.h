@@ -37,7 +37,10 @@ using BandwidthMatrix = std::vector<std::vector<double>>;
 Result<BandwidthMatrix> MeasureBandwidth(const ClusterState& state, const MatrixOptions& options);
 
 // The SpawnOptions prefix for running a command "on" a host: netns_path in netns mode, and
-// the environment variables RAILYARD_VHOST, RAILYARD_VHOST_ADDR, RAILYARD_VCLUSTER_PREFIX.
+// the environment variables RAILYARD_VHOST, RAILYARD_VHOST_ADDR, RAILYARD_VCLUSTER_PREFIX;
+// with a shared directory RAILYARD_VCLUSTER_SHARED_DIR and RAILYARD_VHOST_SCRATCH (the host's
+// own subdirectory); with a control address RAILYARD_VCLUSTER_CONTROL_ADDR; and when providers
+// are hidden from the host, FI_PROVIDER=^<provider>,... (overriding any inherited value).
 struct HostExecution {
   std::string netns_path;  // empty in loopback mode
   std::vector<std::pair<std::string, std::string>> env;

@@ -78,6 +78,13 @@ ClusterPlan MakePlan(const ClusterSpec& spec) {
   return plan;
 }
 
+const LeafPlan* ClusterPlan::FindLeaf(std::string_view name) const {
+  for (const auto& l : leaves) {
+    if (l.name == name) return &l;
+  }
+  return nullptr;
+}
+
 const HostPlan* ClusterPlan::FindHost(std::string_view name) const {
   for (const auto& h : hosts) {
     if (h.name == name) return &h;

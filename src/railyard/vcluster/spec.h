@@ -16,6 +16,10 @@
 // 127.<X>.<L>.<I+1> on the machine's loopback interface instead, X = LoopbackOctet(prefix), so
 // that clusters with different prefixes do not share addresses.
 //
+// The control address kControlAddress (198.18.255.254/16) sits on the spine bridge in the
+// root namespace: a coordinator there listens on it and every host reaches it over its own
+// /16 route, without any route out of the range. In loopback mode it is 127.0.0.1.
+//
 // Thread-safety: values.
 #pragma once
 
@@ -70,13 +74,16 @@ struct ClusterPlan {
   std::vector<LeafPlan> leaves;
   std::vector<HostPlan> hosts;
 
-  // nullptr when no such host.
+  // nullptr when no such host / leaf.
   const HostPlan* FindHost(std::string_view name) const;
+  const LeafPlan* FindLeaf(std::string_view name) const;
   // "node[0-7]"-style list of host names, for messages.
   std::string HostList() const;
 };
 
 inline constexpr int kSubnetBits = 16;  // /16 inside the namespaces
+inline constexpr const char* kControlAddress = "198.18.255.254";
+inline constexpr const char* kLoopbackControlAddress = "127.0.0.1";
 
 // Hosts are spread over leaves in contiguous blocks, sizes differing by at most one
 // (8 hosts on 3 leaves: 3, 3, 2). Preconditions: ValidateSpec(spec).ok().

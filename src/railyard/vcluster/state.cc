@@ -18,6 +18,19 @@ uint64_t ClusterState::HostRate(const std::string& host) const {
   return it != host_rates.end() ? it->second : plan.spec.leaf_rate_bits;
 }
 
+uint64_t ClusterState::UplinkRate(const std::string& leaf) const {
+  auto it = uplink_rates.find(leaf);
+  return it != uplink_rates.end() ? it->second : plan.spec.spine_rate_bits;
+}
+
+std::string ClusterState::ScratchDir(const std::string& host) const {
+  return shared_dir.empty() ? std::string() : shared_dir + "/" + host;
+}
+
+std::string_view ScratchFaultName(ScratchFault f) {
+  return f == ScratchFault::kReadOnly ? "readonly" : "full";
+}
+
 std::string StateToJson(const ClusterState& s) {
   json j;
   j["state_version"] = 1;
@@ -35,6 +48,14 @@ std::string StateToJson(const ClusterState& s) {
     j["paths"].push_back({{"a", p.a}, {"b", p.b}, {"rate_bits", p.rate_bits}});
   }
   j["topology_file"] = s.topology_file;
+  j["control_address"] = s.control_address;
+  j["shared_dir"] = s.shared_dir;
+  j["uplink_rates"] = s.uplink_rates;
+  j["scratch_faults"] = json::object();
+  for (const auto& [host, f] : s.scratch_faults) {
+    j["scratch_faults"][host] = std::string(ScratchFaultName(f));
+  }
+  j["hidden_providers"] = s.hidden_providers;
   return j.dump(2) + "\n";
 }
 
@@ -128,6 +149,41 @@ Result<ClusterState> StateFromJson(std::string_view text, std::string_view sourc
   s.plan = MakePlan(spec);
   RY_ASSIGN_OR_RETURN(s.created, f.String("created", /*required=*/false));
   RY_ASSIGN_OR_RETURN(s.topology_file, f.String("topology_file", /*required=*/false));
+  RY_ASSIGN_OR_RETURN(s.control_address, f.String("control_address", /*required=*/false));
+  RY_ASSIGN_OR_RETURN(s.shared_dir, f.String("shared_dir", /*required=*/false));
+  RY_ASSIGN_OR_RETURN(const json* uplinks,
+                      f.Optional("uplink_rates", "an object of leaf: bits/s", &json::is_object));
+  if (uplinks) {
+    Fields uf(*uplinks, source, "uplink_rates.");
+    for (const auto& [leaf, rate] : uplinks->items()) {
+      RY_ASSIGN_OR_RETURN(s.uplink_rates[leaf], uf.Rate(leaf.c_str()));
+    }
+  }
+  RY_ASSIGN_OR_RETURN(const json* scratch,
+                      f.Optional("scratch_faults", "an object of host: \"readonly\" or \"full\"",
+                                 &json::is_object));
+  if (scratch) {
+    Fields sf(*scratch, source, "scratch_faults.");
+    for (const auto& [host, v] : scratch->items()) {
+      RY_ASSIGN_OR_RETURN(std::string kind, sf.String(host.c_str()));
+      if (kind != "readonly" && kind != "full") return sf.Bad(host, "readonly or full", v);
+      s.scratch_faults[host] = kind == "readonly" ? ScratchFault::kReadOnly : ScratchFault::kFull;
+    }
+  }
+  RY_ASSIGN_OR_RETURN(
+      const json* hidden,
+      f.Optional("hidden_providers", "an object of host: [provider names]", &json::is_object));
+  if (hidden) {
+    for (const auto& [host, list] : hidden->items()) {
+      if (!list.is_array()) return f.Bad("hidden_providers." + host, "a list of names", list);
+      for (size_t i = 0; i < list.size(); ++i) {
+        if (!list[i].is_string()) {
+          return f.Bad(fmt::format("hidden_providers.{}[{}]", host, i), "a provider name", list[i]);
+        }
+        s.hidden_providers[host].insert(list[i].get<std::string>());
+      }
+    }
+  }
 
   RY_ASSIGN_OR_RETURN(const json* rates,
                       f.Optional("host_rates", "an object of host: bits/s", &json::is_object));
@@ -187,6 +243,10 @@ std::string StateFilePath(const std::string& state_dir, std::string_view prefix)
 
 std::string TopologyFilePath(const std::string& state_dir, std::string_view prefix) {
   return fmt::format("{}/vcluster-{}-topology.yaml", state_dir, prefix);
+}
+
+std::string SharedDirPath(const std::string& state_dir, std::string_view prefix) {
+  return fmt::format("{}/{}-shared", state_dir, prefix);
 }
 
 std::string NowIso8601() {

@@ -1,14 +1,19 @@
 // The state file of a virtual cluster: the spec it was built from plus what has been changed
-// since (degraded hosts and paths, cut hosts). `up` writes it last (after everything exists)
-// and every later command reads it; `down` deletes it last. It is written atomically, so a
-// crash leaves either the previous state or the new one.
+// since (degraded hosts, paths and uplinks, cut hosts, scratch faults, hidden providers). `up`
+// writes it last (after everything exists) and every later command reads it; `down` deletes
+// it last. It is written atomically, so a crash leaves either the previous state or the new
+// one.
 //
-// Format (JSON, "state_version": 1):
+// Format (JSON, "state_version": 1; the fields after "topology_file" are optional, absent in
+// files written before they existed):
 //   {"state_version": 1, "prefix": "ry", "mode": "netns", "hosts": 4, "leaves": 2,
 //    "leaf_rate_bits": 1000000000, "spine_rate_bits": 500000000, "created": "2026-...",
 //    "host_rates": {"node1": 100000000}, "cut": ["node3"],
 //    "paths": [{"a": "node0", "b": "node2", "rate_bits": 50000000}],
-//    "topology_file": "/run/railyard/vcluster-ry-topology.yaml"}
+//    "topology_file": "/run/railyard/vcluster-ry-topology.yaml",
+//    "control_address": "198.18.255.254", "shared_dir": "/run/railyard/ry-shared",
+//    "uplink_rates": {"leaf0": 40000000}, "scratch_faults": {"node3": "readonly"},
+//    "hidden_providers": {"node3": ["tcp"]}}
 //
 // Thread-safety: values.
 #pragma once
@@ -30,6 +35,10 @@ struct PathDegradation {
   uint64_t rate_bits = 0;
 };
 
+// What a scratch fault does to a host's directory under the shared directory.
+enum class ScratchFault { kReadOnly, kFull };
+std::string_view ScratchFaultName(ScratchFault f);  // "readonly", "full"
+
 struct ClusterState {
   ClusterPlan plan;
   std::string created;                         // ISO 8601 UTC
@@ -37,10 +46,21 @@ struct ClusterState {
   std::set<std::string> cut;                   // hosts whose link is down
   std::vector<PathDegradation> paths;
   std::string topology_file;
+  // Where a coordinator in the root namespace listens for the hosts; empty when none.
+  std::string control_address;
+  // <state_dir>/<prefix>-shared, one subdirectory per host (ScratchDir); empty when none.
+  std::string shared_dir;
+  std::map<std::string, uint64_t> uplink_rates;        // degraded leaf uplinks (bits/s), by leaf
+  std::map<std::string, ScratchFault> scratch_faults;  // by host
+  std::map<std::string, std::set<std::string>> hidden_providers;  // by host
 
   const ClusterSpec& spec() const { return plan.spec; }
   // The rate currently applied to a host's link (0 = unshaped).
   uint64_t HostRate(const std::string& host) const;
+  // The rate currently applied to a leaf's uplink (0 = unshaped).
+  uint64_t UplinkRate(const std::string& leaf) const;
+  // The host's own directory under shared_dir; empty when there is no shared directory.
+  std::string ScratchDir(const std::string& host) const;
 };
 
 std::string StateToJson(const ClusterState& state);
@@ -62,6 +82,8 @@ std::string DefaultStateDir();
 
 std::string StateFilePath(const std::string& state_dir, std::string_view prefix);
 std::string TopologyFilePath(const std::string& state_dir, std::string_view prefix);
+// <state_dir>/<prefix>-shared: derived from the prefix alone, so `down` finds it after a crash.
+std::string SharedDirPath(const std::string& state_dir, std::string_view prefix);
 
 // Current UTC time as ISO 8601 ("2026-11-30T19:00:00Z").
 std::string NowIso8601();

@@ -23,6 +23,12 @@ ClusterState Sample() {
   s.cut.insert("node4");
   s.paths.push_back({"node0", "node3", 50'000'000});
   s.topology_file = "/tmp/x.yaml";
+  s.control_address = "198.18.255.254";
+  s.shared_dir = "/tmp/ryt-shared";
+  s.uplink_rates["leaf1"] = 40'000'000;
+  s.scratch_faults["node2"] = ScratchFault::kFull;
+  s.scratch_faults["node3"] = ScratchFault::kReadOnly;
+  s.hidden_providers["node3"] = {"tcp", "udp"};
   return s;
 }
 
@@ -38,6 +44,32 @@ TEST(StateTest, JsonRoundTrip) {
   ASSERT_EQ(back->paths.size(), 1u);
   EXPECT_EQ(back->paths[0].b, "node3");
   EXPECT_EQ(back->plan.hosts[4].netns, "ryt-node4");
+  EXPECT_EQ(back->control_address, "198.18.255.254");
+  EXPECT_EQ(back->ScratchDir("node2"), "/tmp/ryt-shared/node2");
+  EXPECT_EQ(back->UplinkRate("leaf1"), 40'000'000u);
+  EXPECT_EQ(back->UplinkRate("leaf0"), 500'000'000u);
+  EXPECT_EQ(back->scratch_faults, s.scratch_faults);
+  EXPECT_EQ(back->hidden_providers, s.hidden_providers);
+}
+
+// Files written before the faults existed have none of their fields: still readable.
+TEST(StateTest, FaultFieldsAreOptionalAndCheckedWhenPresent) {
+  const std::string base =
+      R"({"state_version":1,"prefix":"ry","mode":"netns","hosts":2,"leaves":1,)"
+      R"("leaf_rate_bits":0,"spine_rate_bits":0)";
+  auto old = StateFromJson(base + "}", "s.json");
+  ASSERT_TRUE(old.ok()) << old.status().ToString();
+  EXPECT_TRUE(old->shared_dir.empty());
+  EXPECT_EQ(old->ScratchDir("node0"), "");
+  auto bad = StateFromJson(base + R"(,"scratch_faults":{"node1":"broken"}})", "s.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("scratch_faults.node1"), std::string::npos)
+      << bad.status().ToString();
+  EXPECT_NE(bad.status().message().find("readonly or full"), std::string::npos);
+  auto list = StateFromJson(base + R"(,"hidden_providers":{"node1":"tcp"}})", "s.json");
+  ASSERT_FALSE(list.ok());
+  EXPECT_NE(list.status().message().find("hidden_providers.node1"), std::string::npos)
+      << list.status().ToString();
 }
 
 TEST(StateTest, BadFilesNameTheSourceAndField) {

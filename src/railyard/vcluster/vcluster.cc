@@ -1,11 +1,16 @@
 #include "railyard/vcluster/vcluster.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
 
 #include "railyard/base/files.h"
 #include "railyard/base/units.h"
@@ -18,6 +23,11 @@ using Argv = std::vector<std::string>;
 constexpr auto kLockWait = std::chrono::seconds(30);
 // Inside a namespace the host's interface is always called eth0, as on a real node.
 constexpr const char* kHostIf = "eth0";
+// How long a link that was just set up may take to pass traffic (see WaitLinksPass).
+constexpr auto kLinkWait = std::chrono::seconds(5);
+constexpr auto kLinkPoll = std::chrono::milliseconds(10);
+// A full scratch directory: a tmpfs this small, filled by one file.
+constexpr uint64_t kFullScratchBytes = 1 << 20;
 
 std::string TcRate(uint64_t bits) { return fmt::format("{}bit", bits); }
 
@@ -78,6 +88,71 @@ std::string HostNames(const ClusterPlan& plan) {
   return out;
 }
 
+// "a\040b" (mountinfo's octal escapes) -> "a b".
+std::string UnescapeMountField(std::string_view in) {
+  std::string out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '\\' && i + 3 < in.size() && in[i + 1] >= '0' && in[i + 1] <= '3') {
+      out += static_cast<char>((in[i + 1] - '0') * 64 + (in[i + 2] - '0') * 8 + (in[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += in[i];
+    }
+  }
+  return out;
+}
+
+// Mount points at or below `dir`, in mount order (unmount them in reverse), read from
+// /proc/self/mountinfo, so that mounts made by a command that crashed are found too.
+std::vector<std::string> MountsUnder(const std::string& dir) {
+  std::vector<std::string> found;
+  auto text = base::ReadFile("/proc/self/mountinfo");
+  if (!text.ok() || dir.empty()) return found;
+  size_t pos = 0;
+  while (pos < text->size()) {
+    size_t end = text->find('\n', pos);
+    if (end == std::string::npos) end = text->size();
+    std::string_view line(text->data() + pos, end - pos);
+    pos = end + 1;
+    // "36 35 98:0 /mnt1 /mnt/point rw,... - ext3 ...": the fifth field is the mount point.
+    size_t field = 0, start = 0;
+    for (size_t i = 0; i <= line.size() && field < 5; ++i) {
+      if (i == line.size() || line[i] == ' ') {
+        if (++field == 5) {
+          std::string point = UnescapeMountField(line.substr(start, i - start));
+          if (point == dir || HasPrefix(point, dir + "/")) found.push_back(point);
+        }
+        start = i + 1;
+      }
+    }
+  }
+  return found;
+}
+
+// Why the link end `dev` (in `netns`, "" = this namespace) does not pass traffic yet, from
+// `ip -j -d link show dev <dev>`; empty when it does: operstate UP, a real qdisc (not the noop
+// one a device has while its carrier is off), and for a bridge port the forwarding state.
+std::string LinkNotReady(const std::string& ip_json, bool bridge_port) {
+  nlohmann::json j = nlohmann::json::parse(ip_json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array() || j.empty() || !j[0].is_object()) return "unreadable `ip -j link` output";
+  const nlohmann::json& l = j[0];
+  std::string oper = l.value("operstate", std::string("?"));
+  std::string qdisc = l.value("qdisc", std::string("?"));
+  std::string state = "forwarding";
+  if (bridge_port) {
+    auto info = l.find("linkinfo");
+    state = "?";
+    if (info != l.end() && info->is_object()) {
+      auto slave = info->find("info_slave_data");
+      if (slave != info->end() && slave->is_object()) state = slave->value("state", state);
+    }
+  }
+  if (oper == "UP" && qdisc != "noop" && state == "forwarding") return "";
+  std::string why = fmt::format("operstate {}, qdisc {}", oper, qdisc);
+  if (bridge_port) why += fmt::format(", bridge port {}", state);
+  return why;
+}
+
 }  // namespace
 
 ModeChoice DetectMode(CommandRunner* runner, std::string_view prefix) {
@@ -116,6 +191,104 @@ Result<std::vector<std::string>> VirtualCluster::FindOwned(std::string_view pref
   std::vector<std::string> all = o.netns;
   all.insert(all.end(), o.links.begin(), o.links.end());
   return all;
+}
+
+// A link set up is not usable at once: the kernel applies the carrier change in its linkwatch
+// work, which runs up to a second after the previous run when link events come in bursts
+// (as they do while a cluster is built or a host healed). Until then the device keeps the
+// noop qdisc, which drops everything, and a bridge port stays disabled, so the first ARP
+// requests are lost and connects fail with EHOSTUNREACH. Polls both ends until each reports
+// operstate UP with a real qdisc (and a bridge port forwarding), or kLinkWait passes.
+Status VirtualCluster::WaitLinksPass(const std::vector<LinkEnd>& ends, std::string_view what) {
+  const base::Deadline deadline = base::Deadline::After(kLinkWait);
+  std::vector<LinkEnd> pending = ends;
+  for (;;) {
+    std::string first_why;
+    std::vector<LinkEnd> still;
+    for (const LinkEnd& e : pending) {
+      Argv argv = {"ip"};
+      if (!e.netns.empty()) argv.insert(argv.end(), {"-n", e.netns});
+      argv.insert(argv.end(), {"-j", "-d", "link", "show", "dev", e.dev});
+      RY_ASSIGN_OR_RETURN(std::string out, runner_->Run(argv));
+      std::string why = LinkNotReady(out, e.bridge_port);
+      if (why.empty()) continue;
+      if (still.empty()) first_why = why;
+      still.push_back(e);
+    }
+    if (still.empty()) return Status::Ok();
+    if (deadline.Expired()) {
+      const LinkEnd& e = still.front();
+      return Unavailable(
+          "{}: {} link end(s) still do not pass traffic after {} s; first: {}{} ({})", what,
+          still.size(), std::chrono::duration_cast<std::chrono::seconds>(kLinkWait).count(), e.dev,
+          e.netns.empty() ? "" : " in netns " + e.netns, first_why);
+    }
+    pending = std::move(still);
+    std::this_thread::sleep_for(kLinkPoll);  // a poll interval, bounded by the deadline
+  }
+}
+
+std::vector<VirtualCluster::LinkEnd> VirtualCluster::HostLinkEnds(const HostPlan& h) const {
+  return {{"", h.bridge_port, /*bridge_port=*/true}, {h.netns, kHostIf, /*bridge_port=*/false}};
+}
+
+// Unmounts everything at or below `dir`, newest first.
+Status VirtualCluster::UnmountUnder(const std::string& dir) {
+  std::vector<std::string> mounts = MountsUnder(dir);
+  for (auto it = mounts.rbegin(); it != mounts.rend(); ++it) {
+    RY_RETURN_IF_ERROR(runner_->Run({"umount", *it}).status());
+  }
+  std::vector<std::string> left = MountsUnder(dir);
+  if (!left.empty()) {
+    return Internal("{} is still mounted after umount (busy? `fuser -m {}` names who uses it)",
+                    left.back(), left.back());
+  }
+  return Status::Ok();
+}
+
+// The shared directory and one subdirectory per host, empty.
+Status VirtualCluster::MakeSharedDir(const ClusterState& state) {
+  if (!MountsUnder(state.shared_dir).empty()) {
+    return FailedPrecondition(
+        "{} has mounts from an earlier cluster; run `railyard vcluster down --prefix {}` first",
+        state.shared_dir, state.spec().prefix);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(state.shared_dir, ec);
+  for (const auto& h : state.plan.hosts) {
+    RY_RETURN_IF_ERROR(base::MakeDirs(state.ScratchDir(h.name)));
+  }
+  return Status::Ok();
+}
+
+// The control address goes on the spine bridge unless another device of the root namespace
+// already has an address in the hosts' /16 (another netns cluster holds it): two clusters
+// share their hosts' addresses, so only one of them can be reached from here.
+Status VirtualCluster::AddControlAddress(ClusterState& state, const ProgressFn& progress) {
+  RY_ASSIGN_OR_RETURN(std::string out, runner_->Run({"ip", "-j", "addr", "show", "to",
+                                                     fmt::format("198.18.0.0/{}", kSubnetBits)}));
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
+  if (j.is_array()) {
+    for (const auto& dev : j) {
+      if (!dev.is_object() || !dev.contains("addr_info") || !dev["addr_info"].is_array()) continue;
+      for (const auto& a : dev["addr_info"]) {
+        if (!a.is_object() || !a.contains("local")) continue;
+        if (progress) {
+          progress(fmt::format("no control address: {} already has {} (another virtual cluster?)",
+                               dev.value("ifname", std::string("?")),
+                               a["local"].get<std::string>()));
+        }
+        return Status::Ok();
+      }
+    }
+  }
+  RY_RETURN_IF_ERROR(
+      runner_
+          ->Run({"ip", "addr", "add", fmt::format("{}/{}", kControlAddress, kSubnetBits), "dev",
+                 state.plan.spine_bridge})
+          .status());
+  state.control_address = kControlAddress;
+  return Status::Ok();
 }
 
 Status VirtualCluster::ApplyLinkRate(const std::string& dev, const std::string& netns,
@@ -213,7 +386,16 @@ Status VirtualCluster::BuildNetns(const ClusterState& state, const ProgressFn& p
       RY_RETURN_IF_ERROR(ApplyHostShaping(state, h));
     }
   }
-  return Status::Ok();
+  std::vector<LinkEnd> ends;
+  for (const auto& leaf : plan.leaves) {
+    ends.push_back({"", leaf.uplink, /*bridge_port=*/true});
+    ends.push_back({"", leaf.spine_port, /*bridge_port=*/true});
+  }
+  for (const auto& h : plan.hosts) {
+    for (auto& e : HostLinkEnds(h)) ends.push_back(std::move(e));
+  }
+  if (progress) progress("waiting for every link to pass traffic");
+  return WaitLinksPass(ends, "vcluster up");
 }
 
 Status VirtualCluster::Save(const ClusterState& state) {
@@ -257,8 +439,12 @@ Result<ClusterState> VirtualCluster::Up(const ClusterSpec& spec, const ProgressF
   state.plan = MakePlan(effective);
   state.created = NowIso8601();
   state.topology_file = TopologyFilePath(state_dir_, spec.prefix);
+  state.shared_dir = SharedDirPath(state_dir_, spec.prefix);
+  if (spec.mode == Mode::kLoopback) state.control_address = kLoopbackControlAddress;
+  RY_RETURN_IF_ERROR(MakeSharedDir(state));
   if (spec.mode == Mode::kNetns) {
     Status built = BuildNetns(state, progress);
+    if (built.ok()) built = AddControlAddress(state, progress);
     if (!built.ok()) {
       if (progress) progress("failed; removing what was created");
       auto removed = DownLocked(spec.prefix, {});
@@ -327,6 +513,16 @@ Result<DownReport> VirtualCluster::DownLocked(std::string_view prefix, const Pro
       return Internal("vcluster down: {} objects named '{}*' could not be removed (first: {})",
                       remaining.size(), OwnedNamePrefix(prefix), remaining.front());
     }
+  }
+  // Scratch faults are mounts over host directories: unmount before removing, also those a
+  // crashed command left (found in mountinfo, not through the state file).
+  const std::string shared = SharedDirPath(state_dir_, prefix);
+  RY_RETURN_IF_ERROR(UnmountUnder(shared).WithContext("vcluster down"));
+  std::error_code ec;
+  std::filesystem::remove_all(shared, ec);
+  if (ec) {
+    return Internal("vcluster down: cannot remove the shared directory {}: {}", shared,
+                    ec.message());
   }
   for (const auto& f : {state_file, TopologyFilePath(state_dir_, prefix)}) {
     if (::unlink(f.c_str()) != 0 && errno != ENOENT) {
@@ -433,16 +629,130 @@ Status VirtualCluster::DegradePath(std::string_view prefix, std::string_view a, 
 
 Status VirtualCluster::Restore(std::string_view prefix) {
   RY_LOCK_CLUSTER(prefix);
-  RY_ASSIGN_OR_RETURN(ClusterState state, LoadForChange(prefix));
-  std::set<std::string> touched;
-  for (const auto& [h, r] : state.host_rates) touched.insert(h);
-  for (const auto& p : state.paths) touched.insert({p.a, p.b});
-  state.host_rates.clear();
-  state.paths.clear();
-  for (const auto& name : touched) {
-    if (const HostPlan* h = state.plan.FindHost(name))
-      RY_RETURN_IF_ERROR(ApplyHostShaping(state, *h));
+  RY_ASSIGN_OR_RETURN(ClusterState state, Load(prefix));
+  for (const auto& [host, fault] : state.scratch_faults) {
+    RY_RETURN_IF_ERROR(UnmountUnder(state.ScratchDir(host)));
   }
+  state.scratch_faults.clear();
+  state.hidden_providers.clear();
+  if (state.spec().mode == Mode::kNetns) {
+    std::set<std::string> touched;
+    for (const auto& [h, r] : state.host_rates) touched.insert(h);
+    for (const auto& p : state.paths) touched.insert({p.a, p.b});
+    std::set<std::string> uplinks;
+    for (const auto& [leaf, r] : state.uplink_rates) uplinks.insert(leaf);
+    state.host_rates.clear();
+    state.paths.clear();
+    state.uplink_rates.clear();
+    for (const auto& name : touched) {
+      if (const HostPlan* h = state.plan.FindHost(name))
+        RY_RETURN_IF_ERROR(ApplyHostShaping(state, *h));
+    }
+    for (const auto& name : uplinks) {
+      if (const LeafPlan* l = state.plan.FindLeaf(name))
+        RY_RETURN_IF_ERROR(ApplyUplinkRate(state, *l));
+    }
+  }
+  return Save(state);
+}
+
+Status VirtualCluster::ApplyUplinkRate(const ClusterState& state, const LeafPlan& leaf) {
+  const uint64_t rate = state.UplinkRate(leaf.name);
+  RY_RETURN_IF_ERROR(ApplyLinkRate(leaf.uplink, "", rate));
+  return ApplyLinkRate(leaf.spine_port, "", rate);
+}
+
+Status VirtualCluster::DegradeUplink(std::string_view prefix, std::string_view leaf,
+                                     uint64_t rate_bits) {
+  if (rate_bits == 0) return InvalidArgument("--rate must be greater than zero");
+  RY_LOCK_CLUSTER(prefix);
+  RY_ASSIGN_OR_RETURN(ClusterState state, LoadForChange(prefix));
+  const LeafPlan* l = state.plan.FindLeaf(leaf);
+  if (l == nullptr) {
+    std::string names;
+    for (const auto& x : state.plan.leaves) names += (names.empty() ? "" : ", ") + x.name;
+    return NotFound("unknown leaf '{}' in cluster '{}' (leaves: {})", leaf, prefix, names);
+  }
+  state.uplink_rates[l->name] = rate_bits;
+  RY_RETURN_IF_ERROR(ApplyUplinkRate(state, *l));
+  return Save(state);
+}
+
+Status VirtualCluster::SetScratchFault(std::string_view prefix, std::string_view host,
+                                       ScratchFault fault) {
+  RY_LOCK_CLUSTER(prefix);
+  RY_ASSIGN_OR_RETURN(ClusterState state, Load(prefix));
+  RY_ASSIGN_OR_RETURN(const HostPlan* h, ResolveHost(state, host));
+  if (state.shared_dir.empty()) {
+    return FailedPrecondition(
+        "cluster '{}' has no shared directory (it was brought up by an older railyard); "
+        "bring it up again",
+        prefix);
+  }
+  const std::string dir = state.ScratchDir(h->name);
+  RY_RETURN_IF_ERROR(UnmountUnder(dir));  // a fault replaces the one before
+  state.scratch_faults.erase(h->name);
+  Status applied;
+  if (fault == ScratchFault::kReadOnly) {
+    // A bind mount of the directory over itself, then made read-only: the files stay visible,
+    // every write fails with EROFS.
+    applied = runner_->Run({"mount", "--bind", dir, dir}).status();
+    if (applied.ok()) applied = runner_->Run({"mount", "-o", "remount,ro,bind", dir}).status();
+  } else {
+    applied = runner_
+                  ->Run({"mount", "-t", "tmpfs", "-o",
+                         fmt::format("size={},mode=0777", kFullScratchBytes),
+                         fmt::format("{}-scratch-full", prefix), dir})
+                  .status();
+    if (applied.ok()) applied = FillDirectory(dir);
+  }
+  if (!applied.ok()) {
+    UnmountUnder(dir).IgnoreError();
+    return applied.WithContext(fmt::format("scratch fault on {} ({})", h->name, dir));
+  }
+  state.scratch_faults[h->name] = fault;
+  return Save(state);
+}
+
+// Writes one file into `dir` until the file system refuses (ENOSPC), at most twice the size
+// of the tmpfs, so that a directory that is not the small tmpfs is never filled.
+Status VirtualCluster::FillDirectory(const std::string& dir) {
+  const std::string path = dir + "/.railyard-fill";
+  base::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd.valid()) return ErrnoStatus(errno, fmt::format("cannot create {}", path));
+  std::string block(64 << 10, '\0');
+  for (uint64_t written = 0; written < 2 * kFullScratchBytes;) {
+    ssize_t n = ::write(fd.get(), block.data(), block.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == ENOSPC) return Status::Ok();
+    if (n < 0) return ErrnoStatus(errno, fmt::format("filling {}", path));
+    written += static_cast<uint64_t>(n);
+  }
+  return Status::Ok();  // not the tmpfs (a test's simulated mount): bounded, left as is
+}
+
+Status VirtualCluster::HideProvider(std::string_view prefix, std::string_view host,
+                                    std::string_view provider) {
+  if (provider.empty() || provider.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") !=
+                              std::string_view::npos) {
+    return InvalidArgument(
+        "provider '{}': expected a libfabric provider name such as tcp, verbs, efa or shm",
+        provider);
+  }
+  RY_LOCK_CLUSTER(prefix);
+  RY_ASSIGN_OR_RETURN(ClusterState state, Load(prefix));
+  RY_ASSIGN_OR_RETURN(const HostPlan* h, ResolveHost(state, host));
+  state.hidden_providers[h->name].insert(std::string(provider));
+  return Save(state);
+}
+
+Status VirtualCluster::ClearFaults(std::string_view prefix, std::string_view host) {
+  RY_LOCK_CLUSTER(prefix);
+  RY_ASSIGN_OR_RETURN(ClusterState state, Load(prefix));
+  RY_ASSIGN_OR_RETURN(const HostPlan* h, ResolveHost(state, host));
+  if (!state.shared_dir.empty()) RY_RETURN_IF_ERROR(UnmountUnder(state.ScratchDir(h->name)));
+  state.scratch_faults.erase(h->name);
+  state.hidden_providers.erase(h->name);
   return Save(state);
 }
 
@@ -461,7 +771,8 @@ Status VirtualCluster::Heal(std::string_view prefix, std::string_view host) {
   RY_ASSIGN_OR_RETURN(const HostPlan* h, ResolveHost(state, host));
   RY_RETURN_IF_ERROR(runner_->Run({"ip", "link", "set", h->bridge_port, "up"}).status());
   state.cut.erase(h->name);
-  return Save(state);
+  RY_RETURN_IF_ERROR(Save(state));
+  return WaitLinksPass(HostLinkEnds(*h), fmt::format("heal {}", h->name));
 }
 
 }  // namespace railyard::vcluster

@@ -1,10 +1,12 @@
 // VirtualCluster: brings a virtual cluster up and down and changes its links.
 //
 // Every mutating call takes a per-prefix lock (flock on <state_dir>/vcluster-<p>.lock), so
-// two commands on the same cluster never interleave. `Up` is all or nothing: if any step
-// fails, everything created so far is removed before the error is returned. `Down` finds
-// objects by their name prefix, not only through the state file, so it also cleans up after
-// a crash, and it is idempotent.
+// two commands on the same cluster never interleave. `Up` also makes the cluster's shared
+// directory (<state_dir>/<p>-shared, a subdirectory per host) and, in netns mode, the control
+// address on the spine bridge; `Down` unmounts what scratch faults mounted there and removes it.
+// `Up` is all or nothing: if any step fails, everything created so far is removed before the error
+// is returned. `Down` finds objects by their name prefix, not only through the state file, so it
+// also cleans up after a crash, and it is idempotent.
 //
 //   auto runner = MakeSystemRunner(std::chrono::seconds(10));
 //   VirtualCluster vc(runner.get(), DefaultStateDir());
@@ -77,16 +79,44 @@ class VirtualCluster {
   Status DegradeHost(std::string_view prefix, std::string_view host, uint64_t rate_bits);
   Status DegradePath(std::string_view prefix, std::string_view a, std::string_view b,
                      uint64_t rate_bits);
-  // Back to the rates of the spec; cut links stay cut (use Heal).
+  // Slows one leaf's uplink to the spine, both directions (tbf on both ends of its veth).
+  // NOT_FOUND for an unknown leaf (the message lists the leaves).
+  Status DegradeUplink(std::string_view prefix, std::string_view leaf, uint64_t rate_bits);
+
+  // Faults that need no shaping (both modes). A scratch fault mounts over the host's
+  // directory under the shared directory: read-only (a bind mount remounted ro) or full (a
+  // 1 MiB tmpfs filled to ENOSPC); it needs root (mount). A hidden provider makes every
+  // command run on the host through ExecutionFor see FI_PROVIDER=^<providers>.
+  Status SetScratchFault(std::string_view prefix, std::string_view host, ScratchFault fault);
+  Status HideProvider(std::string_view prefix, std::string_view host, std::string_view provider);
+  // Undoes the host's scratch fault and hidden providers.
+  Status ClearFaults(std::string_view prefix, std::string_view host);
+
+  // Back to the rates of the spec (hosts, paths, uplinks), every scratch fault unmounted and
+  // every provider visible again; cut links stay cut (use Heal). Loopback mode: the faults.
   Status Restore(std::string_view prefix);
   Status Cut(std::string_view prefix, std::string_view host);
+  // Returns once both ends of the host's link pass traffic again (as `Up` does for every
+  // link); UNAVAILABLE naming the link end when that takes longer than 5 s.
   Status Heal(std::string_view prefix, std::string_view host);
 
   const std::string& state_dir() const { return state_dir_; }
 
  private:
   Result<DownReport> DownLocked(std::string_view prefix, const ProgressFn& progress);
+  struct LinkEnd {
+    std::string netns;  // "" = the root namespace
+    std::string dev;
+    bool bridge_port = false;
+  };
+  Status WaitLinksPass(const std::vector<LinkEnd>& ends, std::string_view what);
+  std::vector<LinkEnd> HostLinkEnds(const HostPlan& h) const;
   Status BuildNetns(const ClusterState& state, const ProgressFn& progress);
+  Status AddControlAddress(ClusterState& state, const ProgressFn& progress);
+  Status MakeSharedDir(const ClusterState& state);
+  Status UnmountUnder(const std::string& dir);
+  Status FillDirectory(const std::string& dir);
+  Status ApplyUplinkRate(const ClusterState& state, const LeafPlan& leaf);
   Status ApplyHostShaping(const ClusterState& state, const HostPlan& host);
   Status ApplyLinkRate(const std::string& dev, const std::string& netns, uint64_t rate_bits);
   Status Save(const ClusterState& state);

@@ -12,6 +12,7 @@
 
 #include "railyard/base/files.h"
 #include "railyard/base/temp_dir_testing.h"
+#include "railyard/vcluster/bandwidth_matrix.h"
 
 namespace railyard::vcluster {
 namespace {
@@ -29,6 +30,19 @@ class SimulatedIp final : public CommandRunner {
       }
       return true;
     };
+    // Link state polls (`ip [-n NS] -j -d link show dev DEV`): a link is up after
+    // `down_polls` polls that see it as the kernel shows a link whose carrier change is not
+    // applied yet.
+    if (std::find(a.begin(), a.end(), "-j") != a.end()) {
+      if (down_polls > 0) {
+        --down_polls;
+        return std::string(
+            R"([{"operstate":"LOWERLAYERDOWN","qdisc":"noop","linkinfo":{"info_slave_data":)"
+            R"({"state":"disabled"}}}])");
+      }
+      return std::string(R"([{"operstate":"UP","qdisc":"noqueue","linkinfo":{"info_slave_data":)"
+                         R"({"state":"forwarding"}}}])");
+    }
     if (is({"ip", "netns", "list"})) {
       std::string out;
       for (const auto& n : netns) out += n + " (id: 1)\n";
@@ -77,6 +91,7 @@ class SimulatedIp final : public CommandRunner {
   }
 
   std::vector<std::vector<std::string>> log;
+  int down_polls = 0;
   std::set<std::string> netns;
   std::set<std::string> links;
   std::map<std::string, std::string> peer;
@@ -219,6 +234,70 @@ TEST_F(VirtualClusterTest, LinkChangesValidateHostsAndPersist) {
   EXPECT_TRUE(st->host_rates.empty());
   EXPECT_TRUE(st->paths.empty());
   EXPECT_TRUE(st->cut.empty());
+}
+
+// Heal returns only once both ends of the link report operstate UP, a real qdisc and a
+// forwarding bridge port: it polls while the kernel has not applied the carrier change.
+TEST_F(VirtualClusterTest, HealWaitsUntilBothLinkEndsPassTraffic) {
+  VirtualCluster vc(&ip_, dir_);
+  ASSERT_TRUE(vc.Up(spec_).ok());
+  ASSERT_TRUE(vc.Cut("ryt", "node2").ok());
+  ip_.log.clear();
+  ip_.down_polls = 3;
+  ASSERT_TRUE(vc.Heal("ryt", "node2").ok());
+  EXPECT_EQ(ip_.down_polls, 0);
+  int polls = 0;
+  bool inside = false;
+  for (const auto& argv : ip_.log) {
+    if (std::find(argv.begin(), argv.end(), "-j") == argv.end()) continue;
+    ++polls;
+    if (std::find(argv.begin(), argv.end(), "ryt-node2") != argv.end()) inside = true;
+  }
+  EXPECT_GE(polls, 5);  // 3 that saw it down, then both ends up
+  EXPECT_TRUE(inside);  // the namespace's own eth0 is polled too
+}
+
+// An uplink is shaped on both ends of its veth; faults persist in the state, show in the
+// hosts' execution environment, and `restore` clears them all.
+TEST_F(VirtualClusterTest, UplinkAndHostFaultsPersistAndRestoreClearsThem) {
+  VirtualCluster vc(&ip_, dir_);
+  auto up = vc.Up(spec_);
+  ASSERT_TRUE(up.ok()) << up.status().ToString();
+  EXPECT_EQ(up->control_address, kControlAddress);
+  EXPECT_EQ(up->shared_dir, dir_ + "/ryt-shared");
+  EXPECT_TRUE(std::filesystem::is_directory(dir_ + "/ryt-shared/node3"));
+  Status unknown = vc.DegradeUplink("ryt", "leaf7", 1000);
+  EXPECT_EQ(unknown.code(), StatusCode::kNotFound);
+  EXPECT_NE(unknown.message().find("leaf0, leaf1"), std::string::npos) << unknown.ToString();
+  ip_.log.clear();
+  ASSERT_TRUE(vc.DegradeUplink("ryt", "leaf0", 40'000'000).ok());
+  std::set<std::string> shaped;
+  for (const auto& argv : ip_.log) {
+    if (argv[0] == "tc" && std::find(argv.begin(), argv.end(), "40000000bit") != argv.end()) {
+      shaped.insert(argv[std::find(argv.begin(), argv.end(), "dev") - argv.begin() + 1]);
+    }
+  }
+  EXPECT_EQ(shaped, (std::set<std::string>{"ryt-l0u", "ryt-s0d"}));
+  EXPECT_EQ(vc.HideProvider("ryt", "node1", "tcp;x").code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(vc.HideProvider("ryt", "node1", "tcp").ok());
+  ASSERT_TRUE(vc.HideProvider("ryt", "node1", "udp").ok());
+  auto st = vc.Load("ryt");
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->UplinkRate("leaf0"), 40'000'000u);
+  auto env = [&](const ClusterState& s, int host) {
+    std::map<std::string, std::string> m;
+    for (const auto& [k, v] : ExecutionFor(s, s.plan.hosts[host]).env) m[k] = v;
+    return m;
+  };
+  EXPECT_EQ(env(*st, 1)["FI_PROVIDER"], "^tcp,udp");
+  EXPECT_EQ(env(*st, 0).count("FI_PROVIDER"), 0u);
+  EXPECT_EQ(env(*st, 0)["RAILYARD_VHOST_SCRATCH"], dir_ + "/ryt-shared/node0");
+  ASSERT_TRUE(vc.Restore("ryt").ok());
+  st = vc.Load("ryt");
+  EXPECT_TRUE(st->uplink_rates.empty());
+  EXPECT_TRUE(st->hidden_providers.empty());
+  ASSERT_TRUE(vc.Down("ryt").ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/ryt-shared"));
 }
 
 TEST_F(VirtualClusterTest, LoopbackModeRunsNoCommandsAndCannotShape) {
