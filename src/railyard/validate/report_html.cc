@@ -178,7 +178,14 @@ std::string FabricSection(const RunReport& r) {
       "<p>Schedule {}, {} rounds, {} measurements; fleet median {}, MAD {}. Rows send, "
       "columns receive; hover a cell for its figures.</p>\n",
       ScheduleKindName(r.schedule), r.rounds, r.pairs.size(), median, mad);
-  return out + PairHeatmapSvg(r) + "\n";
+  return out + PairHeatmapSvg(r) +
+         "\n<p class=\"legend\">Cells: % of the expected rate (of the fleet median where none is "
+         "known). <span style=\"background:#c62828\">&nbsp;&nbsp;</span> slow, under 50% "
+         "<span style=\"background:#ef6c00\">&nbsp;&nbsp;</span> slow "
+         "<span style=\"background:#f9c74f\">&nbsp;&nbsp;</span> under 90% "
+         "<span style=\"background:#43a047\">&nbsp;&nbsp;</span> fine "
+         "<span style=\"background:#bbb\">&nbsp;&nbsp;</span> no figure "
+         "<span style=\"border:1px solid #ccc\">&nbsp;&nbsp;</span> not measured</p>\n";
 }
 
 std::string StorageSection(const RunReport& r) {
@@ -226,7 +233,7 @@ std::string CollectiveSection(const RunReport& r) {
 std::string PairHeatmapSvg(const RunReport& r) {
   const int n = static_cast<int>(r.hosts.size());
   constexpr int kCell = 26, kLeft = 110, kTop = 110;
-  const int width = kLeft + n * kCell + 10, height = kTop + n * kCell + 30;
+  const int width = kLeft + n * kCell + 10, height = kTop + n * kCell + 10;
   std::string out = fmt::format(
       "<svg id=\"heatmap\" width=\"{0}\" height=\"{1}\" "
       "viewBox=\"0 0 {0} {1}\" role=\"img\" aria-label=\"pair bandwidth matrix\">\n",
@@ -282,10 +289,7 @@ std::string PairHeatmapSvg(const RunReport& r) {
       }
     }
   }
-  out += fmt::format(
-      "<text x=\"{}\" y=\"{}\" font-size=\"11\">% of expected (or of the fleet median); red: "
-      "slow, amber: under 90%, white: not measured</text>\n</svg>",
-      kLeft, kTop + n * kCell + 20);
+  out += "</svg>";
   return out;
 }
 

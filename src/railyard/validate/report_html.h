@@ -14,7 +14,7 @@
 // 40 Mbit/s of 200 Mbit/s (20%)", against the expected rate, or against the fleet median when
 // none is known, with any re-test figure appended; cells never measured ("cell none") or
 // without a figure ("cell error") say so. Colour: red for slow (below the analysis
-// threshold), amber for under 90%, green otherwise.
+// threshold) and under 50%, orange for slow, amber for under 90%, green otherwise.
 //
 // All text is escaped (XmlEscape). Thread-safety: pure functions.
 #pragma once
