@@ -17,13 +17,7 @@
 namespace railyard {
 namespace {
 
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) {
-    ++n;
-  }
-  return n;
-}
+using validate::CountOccurrences;
 
 TEST(ValidateHtmlChromium, PageShowsFindingsHostsAndHeatmap) {
   const std::string chromium = base::FindInPath("chromium");
@@ -52,7 +46,7 @@ TEST(ValidateHtmlChromium, PageShowsFindingsHostsAndHeatmap) {
   // The findings, as the page shows them (the browser serialises text with < and > escaped).
   EXPECT_NE(dom.find("<b>node5</b>"), std::string::npos);
   EXPECT_NE(dom.find("<b>node2&lt;-&gt;node6</b>"), std::string::npos);
-  EXPECT_EQ(Count(dom, "<tr class=\"finding\">"), 2u);
+  EXPECT_EQ(CountOccurrences(dom, "<tr class=\"finding\">"), 2u);
   EXPECT_NE(dom.find("12 of 12"), std::string::npos);
   // Every host has its row.
   for (int i = 0; i < validate::kSampleHosts; ++i) {
@@ -68,9 +62,9 @@ TEST(ValidateHtmlChromium, PageShowsFindingsHostsAndHeatmap) {
   ASSERT_NE(svg, std::string::npos);
   const std::string heatmap = dom.substr(svg, dom.find("</svg>", svg) - svg);
   constexpr size_t n = validate::kSampleHosts, live = validate::kSampleLiveHosts;
-  EXPECT_EQ(Count(heatmap, "<rect class=\"cell "), n * (n - 1));
-  EXPECT_EQ(Count(heatmap, "<rect class=\"cell measured"), live * (live - 1));
-  EXPECT_EQ(Count(heatmap, "<title>"), n * (n - 1));
+  EXPECT_EQ(CountOccurrences(heatmap, "<rect class=\"cell "), n * (n - 1));
+  EXPECT_EQ(CountOccurrences(heatmap, "<rect class=\"cell measured"), live * (live - 1));
+  EXPECT_EQ(CountOccurrences(heatmap, "<title>"), n * (n - 1));
   EXPECT_NE(heatmap.find("<title>node2 -&gt; node6: 40 Mbit/s of 200 Mbit/s (20%)"),
             std::string::npos);
 }

@@ -9,14 +9,6 @@
 namespace railyard::validate {
 namespace {
 
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) {
-    ++n;
-  }
-  return n;
-}
-
 TEST(ReportHtml, SelfContained) {
   std::string html = ReportToHtml(SampleReport());
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
@@ -38,7 +30,7 @@ TEST(ReportHtml, OverallFindingsAndEveryHost) {
             std::string::npos);
   EXPECT_NE(html.find("<b>node5</b>"), std::string::npos);
   EXPECT_NE(html.find("<b>node2&lt;-&gt;node6</b>"), std::string::npos);
-  EXPECT_EQ(Count(html, "<tr class=\"finding\">"), 2u);
+  EXPECT_EQ(CountOccurrences(html, "<tr class=\"finding\">"), 2u);
   // The host finding's evidence: figures, slow/total, its tests and re-tests by pair.
   EXPECT_NE(html.find("40 Mbit/s"), std::string::npos);
   EXPECT_NE(html.find("200 Mbit/s"), std::string::npos);
@@ -46,7 +38,7 @@ TEST(ReportHtml, OverallFindingsAndEveryHost) {
   EXPECT_NE(html.find("node5 -&gt; node0 40 Mbit/s of 200 Mbit/s (20%)"), std::string::npos);
   EXPECT_NE(html.find("re-tests: node5 -&gt; node0 41 Mbit/s of 200 Mbit/s (20%) (round 7)"),
             std::string::npos);
-  EXPECT_EQ(Count(html, "<tr class=\"host\">"), 8u);
+  EXPECT_EQ(CountOccurrences(html, "<tr class=\"host\">"), 8u);
   for (int i = 0; i < kSampleHosts; ++i) {
     EXPECT_NE(html.find("<tr class=\"host\"><td>" + SampleHostName(i) + "</td>"), std::string::npos)
         << i;
@@ -59,14 +51,15 @@ TEST(ReportHtml, OverallFindingsAndEveryHost) {
 TEST(ReportHtml, HeatmapHasACellPerOrderedPair) {
   RunReport r = SampleReport();
   std::string svg = PairHeatmapSvg(r);
-  EXPECT_EQ(Count(svg, "<rect class=\"cell "), size_t{kSampleHosts * (kSampleHosts - 1)});
-  EXPECT_EQ(Count(svg, "<rect class=\"cell measured"),
+  EXPECT_EQ(CountOccurrences(svg, "<rect class=\"cell "),
+            size_t{kSampleHosts * (kSampleHosts - 1)});
+  EXPECT_EQ(CountOccurrences(svg, "<rect class=\"cell measured"),
             size_t{kSampleLiveHosts * (kSampleLiveHosts - 1)});
   // node7 never connected: its row and column were not measured.
-  EXPECT_EQ(Count(svg, "<rect class=\"cell none"), size_t{2 * (kSampleHosts - 1)});
+  EXPECT_EQ(CountOccurrences(svg, "<rect class=\"cell none"), size_t{2 * (kSampleHosts - 1)});
   // Slow: node5's 12 and the link's 2.
-  EXPECT_EQ(Count(svg, "<rect class=\"cell measured slow\""), 14u);
-  EXPECT_EQ(Count(svg, "<rect class=\"diag\""), size_t{kSampleHosts});
+  EXPECT_EQ(CountOccurrences(svg, "<rect class=\"cell measured slow\""), 14u);
+  EXPECT_EQ(CountOccurrences(svg, "<rect class=\"diag\""), size_t{kSampleHosts});
   EXPECT_NE(svg.find("<title>node2 -&gt; node6: 40 Mbit/s of 200 Mbit/s (20%); re-test: "
                      "39 Mbit/s of 200 Mbit/s (20%)</title>"),
             std::string::npos);
@@ -82,7 +75,7 @@ TEST(ReportHtml, HeatmapAgainstTheMedianWithoutExpectations) {
   r.pairs[0].error = "agent of node1 did not answer within 5s";
   std::string svg = PairHeatmapSvg(r);
   EXPECT_NE(svg.find("40 Mbit/s, 21% of the fleet median 190 Mbit/s"), std::string::npos);
-  EXPECT_EQ(Count(svg, "<rect class=\"cell error\""), 1u);
+  EXPECT_EQ(CountOccurrences(svg, "<rect class=\"cell error\""), 1u);
   EXPECT_NE(svg.find("no figure: agent of node1 did not answer within 5s"), std::string::npos);
 }
 

@@ -32,6 +32,15 @@ inline constexpr double kSampleSlowBits = 40e6;
 inline constexpr const char* kSampleAwkwardReason =
     "net.core.rmem_max 208 KiB < 16 MiB & \"tcp_rmem\" 'low'";
 
+// How often `what` occurs in `text` (overlapping occurrences count).
+inline size_t CountOccurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t pos = text.find(what); pos != std::string::npos; pos = text.find(what, pos + 1)) {
+    ++n;
+  }
+  return n;
+}
+
 inline std::string SampleHostName(int i) { return "node" + std::to_string(i); }
 
 // A healthy first-pass rate for src -> dst: 185 to 194 Mbit/s, fixed per pair.
@@ -130,36 +139,29 @@ inline RunReport SampleReport() {
   r.rounds = 9;
   r.fabric_stats = {.count = 42, .median = 0.945, .mad = 0.015, .normalised = true};
 
-  Finding host;
-  host.kind = FindingKind::kHost;
-  host.host = 5;
-  host.direction = "both";
-  host.subject = "node5";
-  host.evidence = {.measured_bits = kSampleSlowBits,
-                   .expected_bits = kSampleExpectedBits,
-                   .ratio = 0.2,
-                   .slow = 12,
-                   .total = 12,
-                   .tests = host_tests,
-                   .retest_tests = {0, 1, 6, 7}};
-  host.outcome = Outcome::Fail("slow again on re-test against known-good hosts (4 of 4)");
-  host.retest = {{.a = 5, .b = 0}, {.a = 5, .b = 4}};
-  Finding link;
-  link.kind = FindingKind::kLink;
-  link.host = 2;
-  link.peer = 6;
-  link.direction = "both";
-  link.subject = "node2<->node6";
-  link.evidence = {.measured_bits = kSampleSlowBits,
-                   .expected_bits = kSampleExpectedBits,
-                   .ratio = 0.2,
-                   .slow = 2,
-                   .total = 2,
-                   .tests = link_tests,
-                   .retest_tests = {2, 3}};
-  link.outcome = Outcome::Fail("slow again on re-test (2 of 2); both ends fine with others");
-  link.retest = {{.a = 2, .b = 6}};
-  r.findings = {host, link};
+  // Both findings at 20% of 200 Mbit/s, FAIL after their re-tests.
+  auto finding = [](FindingKind kind, int host, int peer, std::string subject, int slow,
+                    std::vector<int> tests, std::vector<int> retest_tests, std::string reason,
+                    std::vector<PairTest> retest) {
+    Finding f{.kind = kind, .host = host, .peer = peer, .direction = "both"};
+    f.subject = std::move(subject);
+    f.evidence = {.measured_bits = kSampleSlowBits,
+                  .expected_bits = kSampleExpectedBits,
+                  .ratio = 0.2,
+                  .slow = slow,
+                  .total = slow,
+                  .tests = std::move(tests),
+                  .retest_tests = std::move(retest_tests)};
+    f.outcome = Outcome::Fail(std::move(reason));
+    f.retest = std::move(retest);
+    return f;
+  };
+  r.findings = {
+      finding(FindingKind::kHost, 5, -1, "node5", 12, host_tests, {0, 1, 6, 7},
+              "slow again on re-test against known-good hosts (4 of 4)",
+              {{.a = 5, .b = 0}, {.a = 5, .b = 4}}),
+      finding(FindingKind::kLink, 2, 6, "node2<->node6", 2, link_tests, {2, 3},
+              "slow again on re-test (2 of 2); both ends fine with others", {{.a = 2, .b = 6}})};
 
   // Storage: IOR-easy and mdtest-easy per live host.
   for (int i = 0; i < kSampleHosts; ++i) {
