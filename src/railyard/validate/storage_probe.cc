@@ -129,9 +129,9 @@ Result<StorageRate> WriteOwnFiles(const StorageProbeOptions& o) {
   RY_RETURN_IF_ERROR(CheckOptions(o));
   Fs& fs = *storage::DefaultFs();
   RY_ASSIGN_OR_RETURN(AlignedBuffer block, PatternBlock(o.block_bytes));
-  auto start = base::Clock::now();
   Status made = storage::MakeDirs(fs, o.dir);
   if (!made.ok()) return AsWriteError(std::move(made));
+  auto start = base::Clock::now();
   for (int i = 0; i < o.files; ++i) {
     std::string path = o.dir + "/" + StorageProbeFileName(i);
     Status s = WriteOneFile(fs, path, i, o, block);
