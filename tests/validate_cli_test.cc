@@ -1,7 +1,9 @@
 // `railyard validate node` from the command line: Nagios exit codes for each verdict, bad
 // input as 3 (UNKNOWN) with file:line and the nearest name, the NHC one-line summary on
 // stderr, and a real run on this host that gives every check a verdict and never a PASS to a
-// check that did not run.
+// check that did not run. `railyard validate --plan --hosts` and `validate agent`: each bad
+// input is one line and exit 3 before anything starts, the dry run prints the schedule, and an
+// agent whose coordinator cannot be reached gives up at its deadline.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -143,6 +145,105 @@ TEST_F(ValidateCliTest, ThisHostGetsAVerdictPerCheckAndNoUnearnedPass) {
   }
   EXPECT_LT(j["elapsed_s"].get<double>(), 10.0);  // a guard against a hang, not a benchmark
   EXPECT_EQ(testing::CountLines(r.err), 1) << r.err;
+}
+
+// Exit 3 and exactly one line on stderr containing `want`.
+void ExpectBadInput(const CliResult& r, const std::string& want) {
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+  EXPECT_EQ(testing::CountLines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("railyard: error: ", 0), 0u) << r.err;
+}
+
+TEST_F(ValidateCliTest, RunBadInputIsOneLineAndUnknown) {
+  std::string malformed = Plan("checks:\n  - {id: node.cpus, warn: [}\n");
+  CliResult r = RunRailyard({"validate", "--plan", malformed, "--hosts", "node[1-4]"});
+  ExpectBadInput(r, "--plan " + malformed + ": " + malformed + ":");
+
+  std::string unknown = Plan("checks:\n  - {id: node.memlok}\n");
+  r = RunRailyard({"validate", "--plan", unknown, "--hosts", "node[1-4]"});
+  ExpectBadInput(r, "did you mean 'node.memlock'?");
+
+  std::string empty = dir_.Sub("hosts");
+  std::ofstream(empty) << "# nobody here yet\n\n";
+  r = RunRailyard({"validate", "--hosts", empty});
+  ExpectBadInput(r, "--hosts: host list '" + empty + "' names no host");
+  r = RunRailyard({"validate", "--hosts", "node[1-"});
+  ExpectBadInput(r, "--hosts: host list");
+
+  r = RunRailyard({"validate", "--hosts", "vcluster:zz9"},
+                  {{"RAILYARD_STATE_DIR", dir_.Sub("state")}});
+  ExpectBadInput(r, "no virtual cluster with prefix 'zz9' is up");
+
+  r = RunRailyard({"validate", "--hosts", "node[1-4]", "--agents", "sssh"});
+  ExpectBadInput(r,
+                 "--agents sssh: expected vcluster, ssh, srun, kubectl, external (did you "
+                 "mean 'ssh'?)");
+  r = RunRailyard({"validate", "--hosts", "node[1-4]", "--agent-command", "ssh {host}"});
+  ExpectBadInput(r, "expected {command}");
+  r = RunRailyard({"validate", "--hosts", "node[1-4]", "--agents", "external"});
+  ExpectBadInput(r, "--agents external: give --listen ADDR:PORT");
+  r = RunRailyard({"validate", "--hosts", "node[1-4]", "--timeout", "forever"});
+  ExpectBadInput(r, "--timeout forever: expected a duration");
+  r = RunRailyard({"validate", "--hosts", "node[1-4]", "--json", dir_.Sub("no/such/r.json")});
+  ExpectBadInput(r, "--json " + dir_.Sub("no/such/r.json") + ": directory");
+  r = RunRailyard({"validate", "--hots", "node[1-4]"});
+  ExpectBadInput(r, "unexpected argument '--hots'");
+  r = RunRailyard({"validate", "--plan", "quick"});
+  ExpectBadInput(r, "validate: give --hosts");
+}
+
+TEST_F(ValidateCliTest, DryRunPrintsTheScheduleAndStartsNothing) {
+  // ssh agents on hosts that do not exist: a dry run must not try them.
+  CliResult r = RunRailyard(
+      {"validate", "--plan", "full", "--hosts", "node[1-8]", "--agents", "ssh", "--dry-run"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("hosts: 8 from hostlist 'node[1-8]' (no topology"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("schedule all-pairs: 8 hosts, 7 rounds, 28 pairs (56 measurements)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("round 7: 4 pairs:"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "");
+  // A topology file as the host list: its nodes, its tree.
+  std::string topology = dir_.Sub("topology.conf");
+  std::ofstream(topology) << "SwitchName=leaf0 Nodes=n[1-2]\nSwitchName=leaf1 Nodes=n[3-4]\n"
+                             "SwitchName=top Switches=leaf[0-1]\n";
+  r = RunRailyard({"validate", "--plan", "full", "--hosts", topology, "--dry-run"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("hosts: 4 from topology file"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("round 1: 2 pairs: n1<->"), std::string::npos) << r.out;
+}
+
+TEST_F(ValidateCliTest, AgentWithAnUnreachableCoordinatorGivesUpAtItsDeadline) {
+  std::string secret = dir_.Sub("secret");
+  std::ofstream(secret) << "s3cret\n";
+  // Port 1 on loopback: refused, and retried until --connect-timeout.
+  CliResult r = RunRailyard({"validate", "agent", "--coordinator", "127.0.0.1:1", "--host", "h1",
+                             "--secret-file", secret, "--connect-timeout", "1s"},
+                            {}, std::chrono::seconds(30));
+  ExpectBadInput(r, "validate agent h1: coordinator 127.0.0.1:1 not reachable within 1s");
+  // No secret at all, and one from an empty stdin: refused before dialling.
+  r = RunRailyard({"validate", "agent", "--coordinator", "127.0.0.1:1", "--host", "h1"},
+                  {{"RAILYARD_JOB_SECRET", ""}});
+  ExpectBadInput(r, "no job secret");
+  r = RunRailyard({"validate", "agent", "--coordinator", "127.0.0.1:1", "--secret-stdin"});
+  ExpectBadInput(r, "no job secret");
+  r = RunRailyard({"validate", "agent", "--secret-file", secret});
+  ExpectBadInput(r, "give --coordinator ADDR:PORT");
+}
+
+TEST_F(ValidateCliTest, RunHelpShowsEachWayToStartAgents) {
+  CliResult r = RunRailyard({"validate", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* want :
+       {"--hosts vcluster", "--agents ssh", "--agents srun", "--slurm-drain", "DaemonSet",
+        "--agents external", "3 UNKNOWN or bad input", "validate agent --coordinator"}) {
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+  }
+  CliResult agent = RunRailyard({"validate", "agent", "--help"});
+  EXPECT_EQ(agent.exit_code, 0);
+  EXPECT_NE(agent.out.find("--secret-stdin"), std::string::npos) << agent.out;
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // `railyard validate node`: run the node checks of a validation plan on this host, print a
 // table (or JSON) and exit with the Nagios code of the worst verdict, so Slurm's
 // HealthCheckProgram, an NHC wrapper or a Kubernetes probe can call it. Bad input exits 3
-// (UNKNOWN), as Nagios plugins do, not the CLI's usual 2 (docs/cli.md).
+// (UNKNOWN), as Nagios plugins do, not the CLI's usual 2 (docs/cli.md). The run over many
+// hosts (`validate --plan --hosts`) and `validate agent` are in validate_run_cmd.cc.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -157,20 +158,14 @@ int RunNode(const NodeFlags& f) {
 
 }  // namespace
 
+void RegisterValidateRun(CLI::App* validate, Action* action);  // validate_run_cmd.cc
+
 void RegisterValidateCommand(CLI::App& app, Action* action) {
   CLI::App* validate = app.add_subcommand(
-      "validate", "Validate hosts before and during training: node checks with Nagios exit codes");
-  validate->footer(
-      "Subcommands: node (this host's checks). Exit codes: 0 OK, 1 WARN, 2 FAIL, 3 UNKNOWN\n"
-      "(including bad input). Docs: docs/validation.md\n");
-  validate->callback([validate, action] {
-    if (!validate->get_subcommands().empty()) return;
-    *action = [validate]() -> Outcome {
-      fmt::print(stderr, "{}", validate->help());
-      PrintError(InvalidArgument("validate: give a subcommand (node)"));
-      return kBadInput;
-    };
-  });
+      "validate",
+      "Validate hosts, links and storage before and during training (Nagios exit codes)");
+  // The run over many hosts (--plan --hosts) and `validate agent`: validate_run_cmd.cc.
+  RegisterValidateRun(validate, action);
 
   auto f = std::make_shared<NodeFlags>();
   CLI::App* node = validate->add_subcommand(
