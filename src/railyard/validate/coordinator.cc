@@ -54,6 +54,20 @@ void Run::MarkDead(int host, std::string reason) {
   Progress("", h.name, "UNKNOWN: " + h.dead_reason);
 }
 
+Result<std::string> Run::Await(int host, const std::string& key, Deadline deadline) {
+  AgentHandle* handle = hosts[host].handle.get();
+  for (;;) {
+    Deadline slice = Deadline::Earliest(deadline, Deadline::After(milliseconds(200)));
+    Result<std::string> v = options.store->Get(key, slice);
+    if (v.ok() || v.status().code() != StatusCode::kDeadlineExceeded || deadline.Expired()) {
+      return v;
+    }
+    if (handle != nullptr && !handle->Running()) {
+      return Unavailable("agent ended: {}", handle->ExitReason());
+    }
+  }
+}
+
 void Run::AddCheck(int host, std::string id, Outcome outcome, milliseconds elapsed) {
   report.hosts[host].checks.push_back({std::move(id), std::move(outcome), elapsed});
 }
@@ -288,7 +302,7 @@ Result<ClockSample> MeasureClock(Run& run, int host, milliseconds timeout) {
     RY_RETURN_IF_ERROR(
         run.options.store->Set(TaskKey(run.options.run_id, h.name, seq), ToJson(task), deadline));
     const std::string key = ResultKey(run.options.run_id, h.name, seq);
-    RY_ASSIGN_OR_RETURN(std::string text, run.options.store->Get(key, deadline));
+    RY_ASSIGN_OR_RETURN(std::string text, run.Await(host, key, deadline));
     auto t1 = std::chrono::system_clock::now();
     RY_ASSIGN_OR_RETURN(TaskResult r, TaskResultFromJson(text, key));
     RY_RETURN_IF_ERROR(r.AsStatus());

@@ -1,5 +1,5 @@
 // The coordinator's run state, shared by its phase files (coordinator.cc: hello, node, clock,
-// exit; coordinator_fabric.cc; coordinator_storage.cc). Private to validate/.
+// exit; coordinator_fabric.cc, coordinator_pairs.cc; coordinator_storage.cc). Private to validate/.
 //
 // Thread-safety: one Run per RunValidation call, used from its thread (the clock phase's
 // workers touch only their own host's entry).
@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ class Run {
   // and its Exchange keeps no result. Hosts already dead are not asked.
   void Send(std::vector<Exchange>& exchanges, std::chrono::milliseconds timeout,
             std::string_view phase);
+  // The value of `key`, waiting until `deadline` or until the host's agent ends
+  // (UNAVAILABLE "agent ended: <its exit reason>").
+  Result<std::string> Await(int host, const std::string& key, base::Deadline deadline);
   void MarkDead(int host, std::string reason);
   void AddCheck(int host, std::string id, Outcome outcome,
                 std::chrono::milliseconds elapsed = std::chrono::milliseconds(0));
@@ -64,6 +68,24 @@ class Run {
   void Collect(std::vector<Exchange>& exchanges, std::vector<size_t>& pending,
                base::Deadline deadline);
 };
+
+// The live hosts a fabric test runs on, numbered 0..n-1 ("local" indices) in report order,
+// with the topology restricted to them (when every one is in it), so that the schedule, the
+// expected rates and the analysis's view share those numbers.
+struct Fabric {
+  std::vector<int> live;  // report index of each local index
+  std::optional<topo::Cluster> cluster;
+  FabricView view;
+  Schedule schedule;
+  std::vector<std::set<int>> partners;  // local -> local, from the schedule
+};
+Fabric Setup(const Run& run, std::vector<int> live, int all_pairs_max);
+
+// A check's integer parameter, `fallback` when absent or not a number.
+int64_t ParamInt(const PlannedCheck& pc, const std::string& name, int64_t fallback);
+
+// fabric.pair_bandwidth on `f` (coordinator_pairs.cc).
+void PairBandwidth(Run& run, const Fabric& f, const PlannedCheck& pc);
 
 // Phases outside coordinator.cc. Each leaves per-host results in report.hosts[i].checks,
 // cluster-wide ones in report.cluster_checks.

@@ -3,6 +3,7 @@
 
 namespace railyard::validate {
 
+std::unique_ptr<Check> NewClockOffsetCheck();      // checks/clock_offset.cc
 std::unique_ptr<Check> NewCpuGovernorCheck();      // checks/cpu_governor.cc
 std::unique_ptr<Check> NewCpusCheck();             // checks/cpus.cc
 std::unique_ptr<Check> NewFabricProvidersCheck();  // checks/fabric_providers.cc
@@ -12,14 +13,18 @@ std::unique_ptr<Check> NewGpuHealthCheck();        // checks/gpu_health.cc
 std::unique_ptr<Check> NewGpuNicAffinityCheck();   // checks/gpu_nic_affinity.cc
 std::unique_ptr<Check> NewHugepagesCheck();        // checks/hugepages.cc
 std::unique_ptr<Check> NewIbPortsCheck();          // checks/ib_ports.cc
+std::unique_ptr<Check> NewLatencyCheck();          // checks/latency.cc
 std::unique_ptr<Check> NewMemlockCheck();          // checks/memlock.cc
 std::unique_ptr<Check> NewMemoryCheck();           // checks/memory.cc
 std::unique_ptr<Check> NewMountsCheck();           // checks/mounts.cc
+std::unique_ptr<Check> NewPairBandwidthCheck();    // checks/pair_bandwidth.cc
+std::unique_ptr<Check> NewReachabilityCheck();     // checks/reachability.cc
 std::unique_ptr<Check> NewSwapCheck();             // checks/swap.cc
 std::unique_ptr<Check> NewSysctlCheck();           // checks/sysctl.cc
 
 Status RegisterBuiltinChecks(CheckRegistry& registry) {
   for (auto factory : {
+           NewClockOffsetCheck,
            NewCpuGovernorCheck,
            NewCpusCheck,
            NewFabricProvidersCheck,
@@ -29,9 +34,12 @@ Status RegisterBuiltinChecks(CheckRegistry& registry) {
            NewGpuNicAffinityCheck,
            NewHugepagesCheck,
            NewIbPortsCheck,
+           NewLatencyCheck,
            NewMemlockCheck,
            NewMemoryCheck,
            NewMountsCheck,
+           NewPairBandwidthCheck,
+           NewReachabilityCheck,
            NewSwapCheck,
            NewSysctlCheck,
        }) {
