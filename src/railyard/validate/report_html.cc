@@ -283,9 +283,9 @@ std::string PairHeatmapSvg(const RunReport& r) {
           cls, x, y, kCell - 1, kCell - 1, fill, E(title));
       if (!label.empty()) {
         out += fmt::format(
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"9\" "
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" font-size=\"9\" fill=\"{}\" "
             "pointer-events=\"none\">{}</text>\n",
-            x + kCell / 2, y + kCell / 2 + 3, label);
+            x + kCell / 2, y + kCell / 2 + 3, first->slow ? "#fff" : "#000", label);
       }
     }
   }
