@@ -132,12 +132,12 @@ TEST_F(StorageProbeTest, ReadOnlyDirectoryIsPermissionDeniedNamingThePath) {
     fs::permissions(a.dir, fs::perms(0555));
   }
   Result<StorageRate> w = WriteOwnFiles(a);
+  Result<MetadataRate> m = MetadataProbe(a.dir, 10, base::Deadline::After(30s));
   if (::geteuid() != 0) fs::permissions(a.dir, fs::perms::owner_all);
   ASSERT_FALSE(w.ok());
   EXPECT_EQ(w.status().code(), StatusCode::kPermissionDenied) << w.status().ToString();
   EXPECT_NE(w.status().message().find(a.dir), std::string::npos) << w.status().ToString();
 
-  Result<MetadataRate> m = MetadataProbe(a.dir, 10, base::Deadline::After(30s));
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), StatusCode::kPermissionDenied) << m.status().ToString();
 }
