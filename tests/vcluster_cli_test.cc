@@ -15,8 +15,12 @@ class VclusterCliTest : public ::testing::Test {
   void TearDown() override { RunRailyard(Vc({"down"})); }
   // vcluster SUB --prefix rylo --state-dir DIR ARGS...
   std::vector<std::string> Vc(std::vector<std::string> args) {
-    std::vector<std::string> v = {"vcluster", args[0], "--prefix", "rylo", "--state-dir", dir_};
-    v.insert(v.end(), args.begin() + 1, args.end());
+    // `fault` has subcommands: the flags belong to them.
+    const size_t words = args[0] == "fault" ? 2 : 1;
+    std::vector<std::string> v = {"vcluster"};
+    v.insert(v.end(), args.begin(), args.begin() + words);
+    v.insert(v.end(), {"--prefix", "rylo", "--state-dir", dir_});
+    v.insert(v.end(), args.begin() + words, args.end());
     return v;
   }
   void ExpectOneLineError(const CliResult& r, const std::string& needle) {
@@ -62,6 +66,24 @@ TEST_F(VclusterCliTest, LoopbackClusterRunsCommandsOnItsHosts) {
   auto j = nlohmann::json::parse(status.out);
   EXPECT_EQ(j["hosts"], 3);
   EXPECT_EQ(j["mode"], "loopback");
+  EXPECT_EQ(j["control_address"], "127.0.0.1");
+  EXPECT_EQ(j["shared_dir"], dir_ + "/rylo-shared");
+  EXPECT_TRUE(std::filesystem::is_directory(dir_ + "/rylo-shared/node2"));
+
+  // Hiding a provider needs no namespace: every command on that host sees it excluded.
+  ASSERT_EQ(RunRailyard(Vc({"fault", "hide-provider", "node1", "tcp"})).exit_code, 0);
+  CliResult env = RunRailyard(Vc({"exec", "node1", "--", "env"}));
+  EXPECT_NE(env.out.find("FI_PROVIDER=^tcp\n"), std::string::npos) << env.out;
+  EXPECT_NE(env.out.find("RAILYARD_VHOST_SCRATCH=" + dir_ + "/rylo-shared/node1\n"),
+            std::string::npos)
+      << env.out;
+  EXPECT_NE(RunRailyard(Vc({"status"})).out.find("NO-tcp"), std::string::npos);
+  CliResult bad_name = RunRailyard(Vc({"fault", "hide-provider", "node1", "tcp;ofi_rxm"}));
+  EXPECT_EQ(bad_name.exit_code, 2);
+  EXPECT_NE(bad_name.err.find("provider 'tcp;ofi_rxm'"), std::string::npos) << bad_name.err;
+  ASSERT_EQ(RunRailyard(Vc({"restore"})).exit_code, 0);
+  EXPECT_EQ(RunRailyard(Vc({"exec", "node1", "--", "env"})).out.find("FI_PROVIDER"),
+            std::string::npos);
 
   // Unknown host: one line naming it and the hosts that exist.
   CliResult bad = RunRailyard(Vc({"exec", "node9", "--", "true"}));
@@ -73,6 +95,12 @@ TEST_F(VclusterCliTest, LoopbackClusterRunsCommandsOnItsHosts) {
   CliResult degrade = RunRailyard(Vc({"degrade", "node1", "--rate", "10Mbit"}));
   EXPECT_EQ(degrade.exit_code, 1);
   EXPECT_NE(degrade.err.find("loopback mode"), std::string::npos) << degrade.err;
+  CliResult uplink = RunRailyard(Vc({"degrade", "--uplink", "leaf0", "--rate", "10Mbit"}));
+  EXPECT_EQ(uplink.exit_code, 1);
+  EXPECT_NE(uplink.err.find("loopback mode"), std::string::npos) << uplink.err;
+  CliResult neither = RunRailyard(Vc({"degrade", "--rate", "10Mbit"}));
+  EXPECT_EQ(neither.exit_code, 2);
+  EXPECT_NE(neither.err.find("--uplink LEAF"), std::string::npos) << neither.err;
 
   CliResult list = RunRailyard({"vcluster", "list", "--state-dir", dir_});
   EXPECT_NE(list.out.find("rylo"), std::string::npos) << list.out;
@@ -111,6 +139,12 @@ TEST(CliHelpTest, EveryCommandHasHelpWithAnExample) {
                                        {"vcluster", "up", "--help"},
                                        {"vcluster", "exec", "--help"},
                                        {"vcluster", "degrade", "--help"},
+                                       {"vcluster", "restore", "--help"},
+                                       {"vcluster", "fault", "--help"},
+                                       {"vcluster", "fault", "scratch-readonly", "--help"},
+                                       {"vcluster", "fault", "scratch-full", "--help"},
+                                       {"vcluster", "fault", "hide-provider", "--help"},
+                                       {"vcluster", "fault", "clear", "--help"},
                                        {"vcluster", "matrix", "--help"},
                                        {"probe", "--help"},
                                        {"demo", "--help"}}) {
@@ -119,6 +153,13 @@ TEST(CliHelpTest, EveryCommandHasHelpWithAnExample) {
     EXPECT_NE(r.out.find("Example"), std::string::npos)
         << "no example in help of " << cmd[0] << " " << (cmd.size() > 1 ? cmd[1] : "");
   }
+  // The faults are taught where users look for them.
+  EXPECT_NE(RunRailyard({"vcluster", "--help"}).out.find("degrade --uplink leaf0"),
+            std::string::npos);
+  EXPECT_NE(RunRailyard({"vcluster", "--help"}).out.find("fault hide-provider node3 tcp"),
+            std::string::npos);
+  EXPECT_NE(RunRailyard({"vcluster", "degrade", "--help"}).out.find("--uplink leaf0"),
+            std::string::npos);
   CliResult unknown = RunRailyard({"vcluster", "explode"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("railyard: error:"), std::string::npos);

@@ -486,6 +486,10 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
         "Undo every degrade (hosts, paths, uplinks) and every fault (scratch, hidden "
         "providers); cut links stay cut (use heal)");
     AddCommonFlags(rs, r.get());
+    rs->footer(
+        "Example:\n  railyard vcluster degrade --uplink leaf0 --rate 40Mbit\n"
+        "  railyard vcluster fault scratch-full node3\n"
+        "  railyard vcluster restore        # both undone\n");
     rs->callback([r, action] {
       *action = [r]() -> Outcome {
         auto system = MakeSystemRunner(std::chrono::seconds(20));
