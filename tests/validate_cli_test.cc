@@ -11,6 +11,7 @@
 #include <set>
 
 #include "cli_harness.h"
+#include "railyard/base/files.h"
 #include "railyard/base/temp_dir_testing.h"
 
 namespace railyard {
@@ -231,6 +232,40 @@ TEST_F(ValidateCliTest, AgentWithAnUnreachableCoordinatorGivesUpAtItsDeadline) {
   ExpectBadInput(r, "no job secret");
   r = RunRailyard({"validate", "agent", "--secret-file", secret});
   ExpectBadInput(r, "give --coordinator ADDR:PORT");
+}
+
+// The whole run without a virtual cluster or root: a custom template starts every "host"'s
+// agent on this machine (the store on loopback), except h3's, whose carrier dies at once. The
+// run completes, h1 and h2 get verdicts from their agents, h3 is UNKNOWN with the reason its
+// starter gave, and the exclude file names it.
+TEST_F(ValidateCliTest, RunsAPlanOverAgentsStartedByATemplate) {
+  std::string json = dir_.Sub("report.json"), exclude = dir_.Sub("exclude");
+  CliResult r = RunRailyard(
+      {"validate", "--plan", "quick", "--hosts", "h[1-3]", "--listen", "127.0.0.1:0",
+       "--agent-command",
+       "if [ {host} = h3 ]; then echo 'h3: no route to host' >&2; exit 7; fi; exec {command}",
+       "--timeout", "10s", "--json", json, "--exclude-file", exclude},
+      {}, std::chrono::seconds(120));
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("h3"), std::string::npos) << r.out;
+  auto text = base::ReadFile(json);
+  ASSERT_TRUE(text.ok()) << text.status().ToString() << r.err;
+  nlohmann::json j = nlohmann::json::parse(*text);
+  ASSERT_EQ(j["hosts"].size(), 3u) << j.dump(2);
+  for (int i : {0, 1}) {
+    const auto& host = j["hosts"][i];
+    EXPECT_NE(host["overall"]["verdict"], "UNKNOWN") << host.dump(2);
+    EXPECT_FALSE(host["checks"].empty());
+  }
+  const auto& h3 = j["hosts"][2];
+  EXPECT_EQ(h3["name"], "h3");
+  EXPECT_EQ(h3["overall"]["verdict"], "UNKNOWN");
+  EXPECT_NE(h3["overall"]["reason"].get<std::string>().find("exited with 7: h3: no route to host"),
+            std::string::npos)
+      << h3.dump(2);
+  auto excluded = base::ReadFile(exclude);
+  ASSERT_TRUE(excluded.ok());
+  EXPECT_NE(excluded->find("\nh3\n"), std::string::npos) << *excluded;
 }
 
 TEST_F(ValidateCliTest, RunHelpShowsEachWayToStartAgents) {

@@ -37,6 +37,7 @@
 #include "railyard/validate/report_json.h"
 #include "railyard/validate/report_junit.h"
 #include "railyard/validate/report_prometheus.h"
+#include "railyard/validate/report_table.h"
 #include "railyard/validate/schedule.h"
 
 namespace railyard::cli {
@@ -225,37 +226,7 @@ Result<std::unique_ptr<v::AgentStarter>> MakeStarter(const RunFlags& f, const v:
 
 // One line per phase start and per host result, on stderr while the run goes.
 void PrintProgress(const v::ProgressEvent& e) {
-  std::string count = e.total > 0 ? fmt::format(" [{}/{}]", e.done, e.total) : "";
-  if (e.host.empty()) {
-    fmt::print(stderr, "railyard: validate: {}{}: {}\n", e.phase, count, e.text);
-  } else {
-    fmt::print(stderr, "railyard: validate: {}{}: {}: {}\n", e.phase, count, e.host, e.text);
-  }
-}
-
-// The report for the terminal: a row per host, the cluster-wide checks and the findings.
-std::string ReportText(const v::RunReport& r) {
-  std::vector<std::array<std::string, 3>> rows = {{"HOST", "VERDICT", "REASON"}};
-  for (const v::HostEntry& h : r.hosts) {
-    rows.push_back({h.name, std::string(v::VerdictName(h.overall.verdict)),
-                    h.overall.verdict == v::Verdict::kPass ? "" : v::HostReason(h)});
-  }
-  for (const v::CheckResult& c : r.cluster_checks) {
-    rows.push_back({c.id, std::string(v::VerdictName(c.outcome.verdict)), c.outcome.reason});
-  }
-  size_t w0 = 0, w1 = 0;
-  for (const auto& row : rows) w0 = std::max(w0, row[0].size()), w1 = std::max(w1, row[1].size());
-  std::string out;
-  for (const auto& row : rows) {
-    out += fmt::format("{:<{}}  {:<{}}  {}\n", row[0], w0, row[1], w1, row[2]);
-  }
-  for (const v::Finding& f : r.findings) {
-    out += fmt::format("finding: {} {}: {}\n", f.subject, v::VerdictName(f.outcome.verdict),
-                       f.outcome.reason);
-  }
-  out += fmt::format("\nplan {}, {} hosts, {} rounds: {} in {:.1f} s\n", r.plan, r.hosts.size(),
-                     r.rounds, v::VerdictName(r.overall.verdict), r.total_s);
-  return out;
+  fmt::print(stderr, "railyard: validate: {}\n", v::FormatProgressLine(e));
 }
 
 Status WriteOutputs(const RunFlags& f, const v::RunReport& report) {
@@ -373,7 +344,7 @@ int RunCoordinator(const RunFlags& f) {
                           .progress = PrintProgress};
   Result<v::RunReport> report = v::RunValidation(o);
   if (!report.ok()) return BadInput(report.status());
-  if (f.json != "-") fmt::print("{}", ReportText(*report));
+  if (f.json != "-") fmt::print("{}", v::FormatReportTable(*report, ::isatty(STDOUT_FILENO) == 1));
   std::fflush(stdout);
   Status written = WriteOutputs(f, *report);
   std::fflush(stdout);
