@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <optional>
 
@@ -150,6 +151,10 @@ Result<NcclTestsRun> RunNcclTests(const NcclTestsOptions& options) {
   spawn.argv = options.launcher;
   spawn.argv.push_back(binary);
   spawn.argv.insert(spawn.argv.end(), options.args.begin(), options.args.end());
+  if (options.gpus > 0 &&
+      std::find(options.args.begin(), options.args.end(), "-g") == options.args.end()) {
+    spawn.argv.insert(spawn.argv.end(), {"-g", std::to_string(options.gpus)});
+  }
   RY_ASSIGN_OR_RETURN(base::ExitInfo done, base::RunCommand(spawn, options.deadline));
   if (!done.Succeeded()) return Internal("{}", done.Describe());
   Result<NcclTestsRun> run = ParseNcclTestsOutput(done.stdout_text);

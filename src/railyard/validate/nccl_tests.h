@@ -40,6 +40,10 @@ struct NcclTestsOptions {
   // The binary's arguments; default: 8 B to 128 MiB doubling, every GPU of the host, with
   // result checking (nccl-tests' -c 1).
   std::vector<std::string> args = {"-b", "8", "-e", "128M", "-f", "2", "-c", "1"};
+  // GPUs per process (nccl-tests' -g), appended to args when above 0 and args hold no -g:
+  // the profile's GPU count for a run over one host's GPUs. nccl-tests' own default is 1,
+  // which alone moves nothing between GPUs.
+  int gpus = 0;
   base::Deadline deadline = base::Deadline::Never();
 };
 

@@ -126,11 +126,18 @@ TEST_F(NcclTestsRunTest, AbsentBinaryIsNotFoundWithTheSkipReason) {
 TEST_F(NcclTestsRunTest, RunsTheBinaryAndParsesItsTable) {
   std::string bin = Script("all_reduce_perf", "echo \"args: $*\" >&2\ncat '" RAILYARD_COMM_TESTDATA
                                               "/nccl_tests_all_reduce_perf_8gpu.txt'");
-  Result<NcclTestsRun> run = RunNcclTests(
-      {.binary = bin, .args = {"-b", "8", "-e", "128M"}, .deadline = base::Deadline::After(30s)});
+  Result<NcclTestsRun> run = RunNcclTests({.binary = bin,
+                                           .args = {"-b", "8", "-e", "128M"},
+                                           .gpus = 8,
+                                           .deadline = base::Deadline::After(30s)});
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   EXPECT_EQ(run->figures.size(), 9u);
-  EXPECT_NE(run->command.find("-e 128M"), std::string::npos) << run->command;
+  EXPECT_NE(run->command.find("-e 128M -g 8"), std::string::npos) << run->command;
+  // -g given in args stays as given.
+  run = RunNcclTests(
+      {.binary = bin, .args = {"-g", "4"}, .gpus = 8, .deadline = base::Deadline::After(30s)});
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_EQ(run->command.find("-g 8"), std::string::npos) << run->command;
 }
 
 TEST_F(NcclTestsRunTest, FailingOrHungBinaryIsAnErrorNamingIt) {

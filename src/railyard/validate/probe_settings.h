@@ -40,8 +40,8 @@ struct AllreduceSweepParams {
 };
 Result<AllreduceSweepParams> AllreduceParamsFrom(const CheckSettings& settings);
 
-// collective.nccl_tests' "binary", "args" and "launcher" (split at whitespace; deadline left
-// for the caller).
+// collective.nccl_tests' "binary", "args" and "launcher" (split at whitespace); deadline and
+// gpus (the profile's GPU count) left for the caller.
 Result<NcclTestsOptions> NcclTestsOptionsFrom(const CheckSettings& settings);
 
 }  // namespace railyard::validate

@@ -1,9 +1,10 @@
 // collective.nccl_tests: NVIDIA's nccl-tests all_reduce_perf through its adapter
 // (nccl_tests.h), where it is installed: GPU collectives belong to NCCL, and its own test is
 // what GPU operators trust. The out-of-place busbw of the largest size is judged against the
-// fleet median (each host runs it over its own GPUs unless the plan gives a launcher). SKIPPED
-// "nccl-tests not installed (all_reduce_perf not on PATH)" where it is absent, never FAIL;
-// UNKNOWN when it crashes or runs past the timeout; FAIL when it reports wrong values.
+// fleet median (each host runs it over its own GPUs, -g from the profile's GPU count, unless
+// the plan gives a launcher). SKIPPED "nccl-tests not installed (all_reduce_perf not on
+// PATH)" where it is absent, never FAIL; UNKNOWN when it crashes or runs past the timeout;
+// FAIL when it reports wrong values.
 //
 // It needs no GPU in its descriptor so that the reason it is skipped on a host without
 // nccl-tests is that, not the profile's GPU count. It runs from the coordinator; on one host
