@@ -6,6 +6,7 @@
 // agent whose coordinator cannot be reached gives up at its deadline.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -266,6 +267,40 @@ TEST_F(ValidateCliTest, RunsAPlanOverAgentsStartedByATemplate) {
   auto excluded = base::ReadFile(exclude);
   ASSERT_TRUE(excluded.ok());
   EXPECT_NE(excluded->find("\nh3\n"), std::string::npos) << *excluded;
+}
+
+// --slurm-drain against a stand-in scontrol on PATH that records its commands: h1 passes and
+// was drained by railyard before (resumed), h2 fails its plan (drained with the check and
+// reason), h3's agent never starts (UNKNOWN: neither drained nor resumed).
+TEST_F(ValidateCliTest, SlurmDrainActsOnTheVerdicts) {
+  std::string bin = dir_.Sub("bin"), log = dir_.Sub("scontrol.log");
+  std::filesystem::create_directories(bin);
+  std::ofstream(bin + "/scontrol")
+      << "#!/bin/sh\necho \"$*\" >> '" << log << "'\n"
+      << "if [ \"$1\" = show ]; then\n"
+      << "  if [ \"$3\" = h1 ]; then echo \"NodeName=h1 State=IDLE+DRAIN "
+         "Reason=railyard: old [root@2026-12-01T00:00:00]\"\n"
+      << "  else echo \"NodeName=$3 State=IDLE\"; fi\nfi\n";
+  std::filesystem::permissions(bin + "/scontrol", std::filesystem::perms::owner_all);
+  std::string plan = Plan(
+      "profiles:\n  - {name: bad, hosts: h2}\n  - {name: rest}\n"
+      "checks:\n  - {id: node.cpus, fail: 100000, profiles: [bad]}\n"
+      "  - {id: node.clock_offset}\n");
+  CliResult r =
+      RunRailyard({"validate", "--plan", plan, "--hosts", "h[1-3]", "--listen", "127.0.0.1:0",
+                   "--agent-command", "if [ {host} = h3 ]; then exit 7; fi; exec {command}",
+                   "--timeout", "10s", "--slurm-drain"},
+                  {{"PATH", bin + ":" + std::getenv("PATH")}}, std::chrono::seconds(120));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  auto calls = base::ReadFile(log);
+  ASSERT_TRUE(calls.ok()) << r.err;
+  EXPECT_NE(calls->find("update NodeName=h1 State=RESUME\n"), std::string::npos) << *calls;
+  EXPECT_NE(calls->find("update NodeName=h2 State=DRAIN Reason=railyard: node.cpus: "),
+            std::string::npos)
+      << *calls;
+  EXPECT_EQ(calls->find("h3"), std::string::npos) << *calls;
+  EXPECT_NE(r.err.find("h2: drained (railyard: node.cpus: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("h3: left as it is (UNKNOWN"), std::string::npos) << r.err;
 }
 
 TEST_F(ValidateCliTest, RunHelpShowsEachWayToStartAgents) {
