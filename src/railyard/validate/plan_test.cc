@@ -12,7 +12,7 @@ class PairStub final : public BasicCheck {
  public:
   PairStub()
       : BasicCheck(
-            {.id = "fabric.pair_bandwidth",
+            {.id = "fabric.stub_bandwidth",
              .summary = "stub",
              .category = Category::kFabric,
              .cost = Cost::kFull,
@@ -45,7 +45,7 @@ profiles:
      mounts: [{path: /lustre, fs: lustre}]}
   - {name: cpu, gpus: 0, memlock: 64MiB}
 checks:
-  - id: fabric.pair_bandwidth
+  - id: fabric.stub_bandwidth
     fail: 50% of expected
     warn: none
     params: {size: 1MiB}
@@ -69,7 +69,7 @@ TEST_F(PlanTest, ParsesProfilesChecksAndOverrides) {
   EXPECT_EQ(p->ProfileFor("login1").memlock_bytes, 64u << 20);
 
   ASSERT_EQ(p->checks.size(), 2u);  // sorted by id
-  const PlannedCheck* pair = p->Find("fabric.pair_bandwidth");
+  const PlannedCheck* pair = p->Find("fabric.stub_bandwidth");
   ASSERT_NE(pair, nullptr);
   EXPECT_EQ(pair->settings.fail->kind, Threshold::Kind::kOfExpected);
   EXPECT_DOUBLE_EQ(pair->settings.fail->value, 0.5);
@@ -87,9 +87,15 @@ TEST_F(PlanTest, ParsesProfilesChecksAndOverrides) {
 TEST_F(PlanTest, BuiltinPlansFollowCost) {
   Result<Plan> quick = BuiltinPlan("quick", registry_);
   ASSERT_TRUE(quick.ok()) << quick.status().ToString();
-  // Every shipped check is of cost quick; the fixture adds one of cost full.
-  EXPECT_EQ(quick->checks.size(), registry_.size() - 1);
-  EXPECT_EQ(quick->Find("fabric.pair_bandwidth"), nullptr);
+  // quick holds exactly the checks of cost quick; full adds those of cost full.
+  size_t quick_cost = 0;
+  for (const std::string& id : registry_.Ids()) {
+    const CheckInfo& info = registry_.Find(id)->info();
+    quick_cost += info.cost == Cost::kQuick;
+    EXPECT_EQ(quick->Find(id) != nullptr, info.cost == Cost::kQuick) << id;
+  }
+  EXPECT_EQ(quick->checks.size(), quick_cost);
+  EXPECT_EQ(quick->Find("fabric.stub_bandwidth"), nullptr);
   Result<Plan> full = LoadPlan("full", registry_);
   ASSERT_TRUE(full.ok());
   EXPECT_EQ(full->checks.size(), registry_.size());
@@ -121,9 +127,9 @@ TEST_F(PlanTest, ErrorsNameFileLineAndNearestName) {
   EXPECT_NE(Error(head + "checks:\n  - {id: node.swap, wran: 1GiB}\n")
                 .find("p.yaml:4:21: field 'checks[0]': unknown key 'wran' (did you mean 'warn'?"),
             std::string::npos);
-  EXPECT_EQ(Error(head + "checks:\n  - id: fabric.pair_bandwidth\n    params: {sise: 1MiB}\n"),
+  EXPECT_EQ(Error(head + "checks:\n  - id: fabric.stub_bandwidth\n    params: {sise: 1MiB}\n"),
             "p.yaml:5:14: field 'checks[0].params': unknown parameter 'sise' of check "
-            "'fabric.pair_bandwidth' (did you mean 'size'?)");
+            "'fabric.stub_bandwidth' (did you mean 'size'?)");
   EXPECT_EQ(Error(head + "checks:\n  - {id: node.swap, params: {x: 1}}\n"),
             "p.yaml:4:30: field 'checks[0].params': check 'node.swap' takes no parameters");
   EXPECT_EQ(

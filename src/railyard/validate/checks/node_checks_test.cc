@@ -178,7 +178,11 @@ TEST_F(NodeChecksTest, EveryBuiltinCheckHasATimeoutAndParsesItsDefaults) {
   for (const std::string& id : registry_.Ids()) {
     const CheckInfo& info = registry_.Find(id)->info();
     EXPECT_GT(info.timeout.count(), 0) << id;
-    EXPECT_LE(info.timeout, std::chrono::seconds(5)) << id;
+    // Node and GPU checks run on the host alone within seconds; fabric, storage and
+    // collective checks measure for longer, from the coordinator.
+    if (info.category == Category::kNode || info.category == Category::kGpu) {
+      EXPECT_LE(info.timeout, std::chrono::seconds(5)) << id;
+    }
     EXPECT_TRUE(DefaultSettings(info).ok()) << id;
   }
 }
