@@ -233,6 +233,22 @@ TEST_F(ValidateCliTest, AgentWithAnUnreachableCoordinatorGivesUpAtItsDeadline) {
   ExpectBadInput(r, "no job secret");
   r = RunRailyard({"validate", "agent", "--secret-file", secret});
   ExpectBadInput(r, "give --coordinator ADDR:PORT");
+  r = RunRailyard({"validate", "agent", "--coordinator", "127.0.0.1:1", "--host", "h1",
+                   "--secret-file", secret, "--run", "a b"});
+  ExpectBadInput(r, "--run 'a b': expected");
+  // A stdin that stays open without a line (a terminal, a stuck carrier): given up on at the
+  // connect deadline, not waited for.
+  auto piped = base::RunCommand(
+      {.argv = {"sh", "-c",
+                std::string("sleep 3 | ") + RAILYARD_BINARY +
+                    " validate agent --coordinator 127.0.0.1:1 --host h1 --secret-stdin "
+                    "--connect-timeout 1s; echo rc=$?"}},
+      base::Deadline::After(std::chrono::seconds(30)));
+  ASSERT_TRUE(piped.ok()) << piped.status().ToString();
+  EXPECT_NE(piped->stdout_text.find("rc=3"), std::string::npos) << piped->stdout_text;
+  EXPECT_NE(piped->stderr_text.find("--secret-stdin: no line on stdin before the deadline"),
+            std::string::npos)
+      << piped->stderr_text;
 }
 
 // The whole run without a virtual cluster or root: a custom template starts every "host"'s

@@ -9,6 +9,7 @@
 // the report's Nagios code. Bad input exits 3 (UNKNOWN), as `validate node` does
 // (docs/cli.md), with one line.
 #include <fmt/format.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,7 +17,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "railyard/base/files.h"
@@ -94,6 +94,16 @@ Status NoExtras(CLI::App* app, std::string_view command) {
                            extra.front(), command);
   }
   return Status::Ok();
+}
+
+// The run id prefixes store keys and goes on agents' command lines, through remote shells.
+Status CheckRunId(std::string_view id) {
+  bool ok = !id.empty() && id.size() <= 64;
+  for (char c : id) {
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-');
+  }
+  if (ok) return Status::Ok();
+  return InvalidArgument("--run '{}': expected 1 to 64 letters, digits, '.', '_' or '-'", id);
 }
 
 Result<std::chrono::milliseconds> ParseTimeout(std::string_view flag, const std::string& text) {
@@ -292,6 +302,7 @@ int RunCoordinator(const RunFlags& f) {
   }
   Result<std::chrono::milliseconds> timeout = ParseTimeout("--timeout", f.timeout);
   if (!timeout.ok()) return BadInput(timeout.status());
+  if (Status st = CheckRunId(f.run_id); !st.ok()) return BadInput(st);
   for (auto [flag, path] :
        {std::pair{"--json", &f.json}, std::pair{"--junit", &f.junit}, std::pair{"--html", &f.html},
         std::pair{"--prometheus", &f.prometheus}, std::pair{"--exclude-file", &f.exclude_file},
@@ -352,6 +363,28 @@ int RunCoordinator(const RunFlags& f) {
   return written.ok() ? report->ExitCode() : kBadInput;
 }
 
+// The first line of stdin (the starters write the secret and a newline), or what came before
+// EOF. DEADLINE_EXCEEDED when nothing ends the line by `deadline`: a terminal left open must
+// not hold the agent forever.
+Result<std::string> ReadStdinLine(base::Deadline deadline) {
+  std::string text;
+  for (;;) {
+    pollfd p{STDIN_FILENO, POLLIN, 0};
+    int r = ::poll(&p, 1, deadline.PollTimeoutMs());
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return ErrnoStatus(errno, "reading stdin");
+    if (r == 0) return DeadlineExceeded("no line on stdin before the deadline");
+    char buf[256];
+    ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(errno, "reading stdin");
+    if (n == 0) return text;
+    text.append(buf, static_cast<size_t>(n));
+    if (size_t nl = text.find('\n'); nl != std::string::npos) return text.substr(0, nl);
+    if (text.size() > 4096) return InvalidArgument("stdin: a line longer than 4096 bytes");
+  }
+}
+
 int RunAgentCommand(const AgentFlags& f) {
   if (Status st = NoExtras(f.app, "validate agent"); !st.ok()) return BadInput(st);
   if (f.coordinator.empty()) {
@@ -368,6 +401,7 @@ int RunAgentCommand(const AgentFlags& f) {
     }
   }
   if (Status st = v::CheckHostName(host); !st.ok()) return BadInput(st.WithContext("--host"));
+  if (Status st = CheckRunId(f.run_id); !st.ok()) return BadInput(st);
   Result<std::chrono::milliseconds> connect = ParseTimeout("--connect-timeout", f.connect_timeout);
   if (!connect.ok()) return BadInput(connect.status());
   Result<std::chrono::milliseconds> idle = ParseTimeout("--idle-timeout", f.idle_timeout);
@@ -377,9 +411,9 @@ int RunAgentCommand(const AgentFlags& f) {
     if (!f.secret_file.empty()) {
       return BadInput(InvalidArgument("give --secret-stdin or --secret-file, not both"));
     }
-    // One line, as the starters write it; reading ends at EOF too.
-    std::getline(std::cin, secret);
-    secret = std::string(base::StripAsciiWhitespace(secret));
+    Result<std::string> line = ReadStdinLine(base::Deadline::After(*connect));
+    if (!line.ok()) return BadInput(line.status().WithContext("--secret-stdin"));
+    secret = std::string(base::StripAsciiWhitespace(*line));
   } else {
     Result<std::string> read = ReadSecret(f.secret_file, /*may_make=*/false);
     if (!read.ok()) return BadInput(read.status());
