@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "railyard/base/files.h"
+#include "railyard/validate/collective_probe.h"
+#include "railyard/validate/storage_probe.h"
 #include "railyard/vcluster/link_probe.h"
 
 namespace railyard::validate {
@@ -55,14 +57,63 @@ class SystemAgentProbes final : public AgentProbes {
 
   Result<double> RoundTrip(const Peer& peer, Deadline deadline) override;
 
-  Status Storage(const Task& task, Deadline, TaskResult&) override {
-    return Unimplemented("{} probe not built into this railyard", TaskKindName(task.kind));
-  }
-  Result<std::vector<CollectiveFigure>> Allreduce(net::Store&, const Task&, const AgentInvocation&,
-                                                  const std::string&, Deadline) override {
-    return Unimplemented("allreduce probe not built into this railyard");
+  Status Storage(const Task& task, Deadline deadline, TaskResult& result) override;
+
+  Result<std::vector<CollectiveFigure>> Allreduce(net::Store& store, const Task& task,
+                                                  const AgentInvocation& self,
+                                                  const std::string& address,
+                                                  Deadline deadline) override {
+    CollectiveProbeOptions o{.secret = self.secret,
+                             .address = address,
+                             .host = self.host,
+                             .hosts = task.hosts,
+                             .warmup = task.warmup,
+                             .iters = std::max(1, task.iters)};
+    return RunAllreduceSweep(store, task.key_prefix, task.rank, task.world, task.sizes, deadline,
+                             o);
   }
 };
+
+Status SystemAgentProbes::Storage(const Task& task, Deadline deadline, TaskResult& result) {
+  StorageProbeOptions o{.dir = task.dir, .deadline = deadline};
+  if (task.bytes_per_file) o.bytes_per_file = task.bytes_per_file;
+  if (task.block_bytes) o.block_bytes = task.block_bytes;
+  if (task.files) o.files = task.files;
+  auto take = [&](const StorageRate& r) {
+    result.bytes_per_s = r.bytes_per_s;
+    result.bytes = r.bytes;
+    result.seconds = r.seconds;
+    result.note = r.note;
+  };
+  switch (task.kind) {
+    case TaskKind::kStorageWrite: {
+      RY_ASSIGN_OR_RETURN(StorageRate r, WriteOwnFiles(o));
+      take(r);
+      return Status::Ok();
+    }
+    case TaskKind::kStorageRead: {
+      RY_ASSIGN_OR_RETURN(StorageRate r, ReadNeighbourFiles(task.neighbour_dir, o));
+      take(r);
+      return Status::Ok();
+    }
+    case TaskKind::kMetadata: {
+      Status probe = Status::Ok();
+      if (task.items > 0) {
+        Result<MetadataRate> m = MetadataProbe(task.dir, task.items, deadline);
+        if (m.ok()) {
+          result.ops_per_s = m->total_ops_per_s;
+          result.seconds = m->seconds;
+        }
+        probe = m.status();
+      }
+      // The data files of the write phase go too, once every neighbour has read them.
+      Status removed = task.cleanup ? RemoveProbeFiles(task.dir) : Status::Ok();
+      return probe.ok() ? removed : probe;
+    }
+    default:
+      return InvalidArgument("not a storage task: {}", TaskKindName(task.kind));
+  }
+}
 
 Status WaitFd(int fd, short events, Deadline deadline, std::string_view what) {
   for (;;) {

@@ -271,6 +271,7 @@ std::string ToJson(const Task& t) {
       j["dir"] = t.dir;
       if (!t.neighbour_dir.empty()) j["neighbour_dir"] = t.neighbour_dir;
       if (t.bytes_per_file) j["bytes_per_file"] = t.bytes_per_file;
+      if (t.block_bytes) j["block_bytes"] = t.block_bytes;
       if (t.files) j["files"] = t.files;
       if (t.items) j["items"] = t.items;
       if (t.cleanup) j["cleanup"] = true;
@@ -281,6 +282,8 @@ std::string ToJson(const Task& t) {
       j["world"] = t.world;
       j["sizes"] = t.sizes;
       j["hosts"] = t.hosts;
+      j["warmup"] = t.warmup;
+      j["iters"] = t.iters;
       break;
     case TaskKind::kClock:
     case TaskKind::kExit:
@@ -316,6 +319,7 @@ Result<Task> TaskFromJson(std::string_view text, std::string_view key) {
   RY_ASSIGN_OR_RETURN(t.dir, base::OptionalString(j, "dir", "", ctx));
   RY_ASSIGN_OR_RETURN(t.neighbour_dir, base::OptionalString(j, "neighbour_dir", "", ctx));
   RY_ASSIGN_OR_RETURN(t.bytes_per_file, OptUint64(j, "bytes_per_file", ctx));
+  RY_ASSIGN_OR_RETURN(t.block_bytes, OptUint64(j, "block_bytes", ctx));
   RY_ASSIGN_OR_RETURN(t.files, OptInt32(j, "files", ctx));
   RY_ASSIGN_OR_RETURN(t.items, OptInt32(j, "items", ctx));
   RY_ASSIGN_OR_RETURN(t.cleanup, OptBool(j, "cleanup", ctx));
@@ -330,6 +334,8 @@ Result<Task> TaskFromJson(std::string_view text, std::string_view key) {
     t.sizes.push_back(sizes[i].get<uint64_t>());
   }
   RY_ASSIGN_OR_RETURN(t.hosts, StringList(j, "hosts", ctx));
+  RY_ASSIGN_OR_RETURN(t.warmup, OptInt32(j, "warmup", ctx));
+  RY_ASSIGN_OR_RETURN(t.iters, OptInt32(j, "iters", ctx));
   if ((t.kind == TaskKind::kSend) && t.peers.size() != 1) {
     return ctx.Child("peers").Error(
         fmt::format("a send task names exactly one peer, got {}", t.peers.size()));

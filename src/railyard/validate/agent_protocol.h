@@ -93,8 +93,9 @@ struct Task {
   std::string dir;
   std::string neighbour_dir;
   uint64_t bytes_per_file = 0;
+  uint64_t block_bytes = 0;
   int files = 0;
-  int items = 0;
+  int items = 0;  // metadata: 0 runs no probe, only the cleanup
   bool cleanup = false;
   // allreduce
   std::string key_prefix;
@@ -102,6 +103,8 @@ struct Task {
   int world = 0;
   std::vector<uint64_t> sizes;
   std::vector<std::string> hosts;
+  int warmup = 0;
+  int iters = 0;
   friend bool operator==(const Task&, const Task&) = default;
 };
 

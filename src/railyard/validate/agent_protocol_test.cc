@@ -48,6 +48,7 @@ TEST(AgentProtocolTest, EveryTaskKindRoundTrips) {
        .dir = "/s/n1",
        .neighbour_dir = "/s/n2",
        .bytes_per_file = 1 << 20,
+       .block_bytes = 1 << 16,
        .files = 2},
       {.kind = TaskKind::kMetadata, .dir = "/s/n1", .items = 100, .cleanup = true},
       {.kind = TaskKind::kAllreduce,
@@ -55,7 +56,9 @@ TEST(AgentProtocolTest, EveryTaskKindRoundTrips) {
        .rank = 1,
        .world = 4,
        .sizes = {1 << 20, 1ull << 33},
-       .hosts = {"a", "b", "c", "d"}},
+       .hosts = {"a", "b", "c", "d"},
+       .warmup = 1,
+       .iters = 3},
       {.kind = TaskKind::kExit},
   };
   for (const Task& t : tasks) {

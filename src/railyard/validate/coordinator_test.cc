@@ -7,11 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
 #include <thread>
 
+#include "railyard/base/temp_dir_testing.h"
 #include "railyard/validate/agent.h"
 #include "railyard/validate/node_env_testing.h"
 #include "railyard/validate/schedule_testing.h"
@@ -26,26 +28,39 @@ using RateFn = std::function<double(int src, int dst)>;
 
 int HostIndex(const std::string& name) { return std::stoi(name.substr(1)); }
 
-// Bandwidth from `rate`, a fixed 100 us round trip; no storage or collective.
+// Bandwidth from `rate`, a fixed 100 us round trip, storage at 100 MB/s and 1000 ops/s
+// (writes refused on the host `read_only`), an allreduce at 20 MB/s busbw.
 class FakeProbes final : public AgentProbes {
  public:
-  FakeProbes(int self, RateFn rate) : self_(self), rate_(std::move(rate)) {}
+  FakeProbes(int self, RateFn rate, int read_only)
+      : self_(self), rate_(std::move(rate)), read_only_(read_only) {}
   Result<int> StartSink(const std::string&, base::Deadline) override { return 20000 + self_; }
   Result<double> Send(const Peer& peer, base::Duration, base::Deadline) override {
     return rate_(self_, HostIndex(peer.host));
   }
   Result<double> RoundTrip(const Peer&, base::Deadline) override { return 100e-6; }
-  Status Storage(const Task&, base::Deadline, TaskResult&) override {
-    return Unimplemented("no storage in this test");
+  Status Storage(const Task& task, base::Deadline, TaskResult& r) override {
+    if (task.kind == TaskKind::kStorageWrite && self_ == read_only_) {
+      return PermissionDenied("{}: Read-only file system (EROFS)", task.dir);
+    }
+    if (task.kind == TaskKind::kStorageRead && HostIndex(Base(task.neighbour_dir)) == read_only_) {
+      return NotFound("{}/ry-ior-0.dat: no such file", task.neighbour_dir);
+    }
+    r.bytes_per_s = 100e6;
+    r.ops_per_s = task.kind == TaskKind::kMetadata ? 1000 : 0;
+    return Status::Ok();
   }
   Result<std::vector<CollectiveFigure>> Allreduce(net::Store&, const Task&, const AgentInvocation&,
                                                   const std::string&, base::Deadline) override {
-    return Unimplemented("no allreduce in this test");
+    return std::vector<CollectiveFigure>{
+        {.bytes = 1 << 20, .seconds = 0.1, .algbw_bytes_per_s = 1e7, .busbw_bytes_per_s = 20e6}};
   }
 
  private:
+  static std::string Base(const std::string& dir) { return dir.substr(dir.rfind('/') + 1); }
   int self_;
   RateFn rate_;
+  int read_only_;
 };
 
 // Forwards to the run's store, but an agent's task `die_after` + 1 never comes: Get fails,
@@ -106,6 +121,7 @@ struct Faults {
   std::set<std::string> never_start;
   std::map<std::string, int> die_after;  // host -> tasks it answers
   bool real_probes = false;
+  int read_only = -1;  // the host whose storage refuses writes
 };
 
 class ThreadStarter final : public AgentStarter {
@@ -128,7 +144,8 @@ class ThreadStarter final : public AgentStarter {
     }
     AgentProbes* probes = nullptr;
     if (!faults_.real_probes) {
-      probes_.push_back(std::make_unique<FakeProbes>(HostIndex(inv.host), rate_));
+      probes_.push_back(
+          std::make_unique<FakeProbes>(HostIndex(inv.host), rate_, faults_.read_only));
       probes = probes_.back().get();
     }
     AgentOptions o{.invocation = inv,
@@ -166,22 +183,41 @@ checks:
   - {id: fabric.pair_bandwidth, params: {duration: 200ms}}
 )";
 
+// The above with storage and collective checks, small sizes.
+constexpr const char* kFullPlan = R"(version: 1
+name: test-full
+checks:
+  - {id: node.swap}
+  - {id: fabric.reachability}
+  - {id: fabric.latency}
+  - {id: fabric.pair_bandwidth, params: {duration: 200ms}}
+  - {id: storage.throughput, params: {size: 1MiB}}
+  - {id: storage.metadata, params: {items: 50}}
+  - {id: collective.allreduce, params: {sizes: 64KiB, iters: 2}}
+  - {id: collective.nccl_tests}
+)";
+
 class CoordinatorTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(RegisterBuiltinChecks(registry_).ok());
-    Result<Plan> plan = ParsePlan(kPlan, "test.yaml", registry_);
+    UsePlan(kPlan);
+  }
+  void UsePlan(const char* text) {
+    Result<Plan> plan = ParsePlan(text, "test.yaml", registry_);
     ASSERT_TRUE(plan.ok()) << plan.status().ToString();
     plan_ = std::move(*plan);
   }
 
-  RunReport Validate(const topo::Cluster& cluster, RateFn rate, Faults faults = {}) {
+  RunReport Validate(const topo::Cluster& cluster, RateFn rate, Faults faults = {},
+                     const std::string& shared_dir = "") {
     ThreadStarter starter(*store_, registry_, std::move(rate), std::move(faults));
     std::vector<std::string> hosts;
     for (const topo::Node& n : cluster.nodes) hosts.push_back(n.name);
     CoordinatorOptions o{.plan = &plan_,
                          .hosts = hosts,
                          .cluster = &cluster,
+                         .shared_dir = shared_dir,
                          .store = store_.get(),
                          .store_address = "127.0.0.1:1",
                          .secret = "s",
@@ -342,8 +378,42 @@ TEST_F(CoordinatorTest, BadOptionsAreInvalidArgument) {
   EXPECT_EQ(RunValidation(o).status().message(), "host 'a' is listed twice");
 }
 
+TEST_F(CoordinatorTest, StorageFailsOnlyTheHostThatCannotWrite) {
+  UsePlan(kFullPlan);
+  RunReport r = Validate(LeafCluster({2, 2}, kRate), Healthy, {.read_only = 2}, "/shared");
+  for (const HostEntry& h : r.hosts) {
+    Verdict want = h.name == "n2" ? Verdict::kFail : Verdict::kPass;
+    EXPECT_EQ(Find(h, "storage.throughput")->outcome.verdict, want) << Describe(r);
+    EXPECT_EQ(Find(h, "storage.metadata")->outcome.verdict, Verdict::kPass);
+  }
+  EXPECT_NE(Find(r.hosts[2], "storage.throughput")->outcome.reason.find("Read-only"),
+            std::string::npos);
+  ASSERT_EQ(r.storage.size(), 4u);
+  EXPECT_EQ(r.storage[1].read_from, 2);
+  EXPECT_FALSE(r.storage[1].error.empty());  // n1 read n2's missing files: not n1's fault
+  EXPECT_EQ(r.storage_metadata_ops_per_s, 4000);
+  ASSERT_EQ(r.collective.size(), 1u);
+  ASSERT_EQ(r.cluster_checks.size(), 3u);
+  EXPECT_EQ(r.cluster_checks[0].id, "collective.allreduce");
+  // 160 Mbit/s busbw against 200 Mbit/s links: above the warn bound of 50%.
+  EXPECT_EQ(r.cluster_checks[0].outcome.verdict, Verdict::kPass)
+      << r.cluster_checks[0].outcome.reason;
+}
+
+TEST_F(CoordinatorTest, StorageWithoutASharedDirectoryIsSkipped) {
+  UsePlan(kFullPlan);
+  RunReport r = Validate(LeafCluster({2, 2}, kRate), Healthy);
+  for (const HostEntry& h : r.hosts) {
+    EXPECT_EQ(Find(h, "storage.throughput")->outcome.verdict, Verdict::kSkipped);
+    EXPECT_EQ(h.overall.verdict, Verdict::kPass) << h.overall.reason;
+  }
+  EXPECT_TRUE(r.storage.empty());
+}
+
 TEST_F(CoordinatorTest, RealProbesOnLoopbackMeasureSomething) {
-  RunReport r = Validate(LeafCluster({2, 2}), nullptr, {.real_probes = true});
+  UsePlan(kFullPlan);
+  base::ScopedTempDir shared("validate");
+  RunReport r = Validate(LeafCluster({2, 2}), nullptr, {.real_probes = true}, shared.path());
   int first_pass = 0;
   for (const PairFigure& p : r.pairs) {
     if (p.retest) continue;
@@ -358,7 +428,18 @@ TEST_F(CoordinatorTest, RealProbesOnLoopbackMeasureSomething) {
     EXPECT_NE(latency->outcome.verdict, Verdict::kUnknown) << latency->outcome.reason;
     EXPECT_EQ(Find(h, "fabric.reachability")->outcome.verdict, Verdict::kPass);
     EXPECT_NE(Find(h, "fabric.pair_bandwidth")->outcome.verdict, Verdict::kUnknown);
+    EXPECT_NE(Find(h, "storage.throughput")->outcome.verdict, Verdict::kUnknown) << Describe(r);
+    EXPECT_NE(Find(h, "storage.metadata")->outcome.verdict, Verdict::kUnknown);
   }
+  ASSERT_EQ(r.storage.size(), 4u);
+  for (const StorageFigure& f : r.storage) {
+    EXPECT_GT(f.write_bytes_per_s, 0);
+    EXPECT_GT(f.read_bytes_per_s, 0);
+    EXPECT_GT(f.metadata_ops_per_s, 0);
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(shared.path()));  // the probes cleaned up
+  ASSERT_FALSE(r.collective.empty()) << Describe(r);
+  EXPECT_GT(r.collective.back().busbw_bytes_per_s, 0);
 }
 
 }  // namespace
