@@ -451,7 +451,7 @@ constexpr const char* kRunFooter =
     "--hosts: vcluster[:PREFIX], a host file (@FILE or a path; one host per line, # comments),\n"
     "a Slurm hostlist (node[01-16]), or a topology file (its nodes and tree).\n"
     "Examples:\n"
-    "  # the virtual cluster (railyard vcluster up --mode loopback --hosts 8 --leaves 2)\n"
+    "  # the virtual cluster (railyard vcluster up --hosts 8 --leaves 2 --leaf-rate 200Mbit)\n"
     "  railyard validate --plan quick --hosts vcluster --dry-run\n"
     "  railyard validate --plan full --hosts vcluster --html report.html --json report.json\n"
     "  # a host file over ssh (keys, BatchMode), railyard installed at the same path\n"
