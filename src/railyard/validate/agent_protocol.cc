@@ -45,6 +45,20 @@ Result<json> OptArray(const json& j, std::string_view key, const FieldContext& c
   RY_ASSIGN_OR_RETURN(const json* a, base::RequireArray(j, key, ctx));
   return *a;
 }
+// The array under `key` (absent: empty), each element read by `read_one(element, ctx)`.
+template <typename T, typename ReadOne>
+Result<std::vector<T>> ReadList(const json& j, std::string_view key, const FieldContext& ctx,
+                                ReadOne read_one) {
+  RY_ASSIGN_OR_RETURN(json a, OptArray(j, key, ctx));
+  std::vector<T> out;
+  for (size_t i = 0; i < a.size(); ++i) {
+    Result<T> v = read_one(a[i], ctx.Child(key).Index(i));
+    if (!v.ok()) return v.status();
+    out.push_back(std::move(*v));
+  }
+  return out;
+}
+
 Result<std::vector<std::string>> StringList(const json& j, std::string_view key,
                                             const FieldContext& ctx) {
   RY_ASSIGN_OR_RETURN(json a, OptArray(j, key, ctx));
@@ -149,18 +163,30 @@ json PeersToJson(const std::vector<Peer>& peers) {
   return a;
 }
 
-Result<std::vector<Peer>> PeersFromJson(const json& j, const FieldContext& ctx) {
-  RY_ASSIGN_OR_RETURN(json a, OptArray(j, "peers", ctx));
-  std::vector<Peer> out;
-  for (size_t i = 0; i < a.size(); ++i) {
-    FieldContext c = ctx.Child("peers").Index(i);
-    Peer p;
-    RY_ASSIGN_OR_RETURN(p.host, base::RequireString(a[i], "host", c));
-    RY_ASSIGN_OR_RETURN(p.address, base::RequireString(a[i], "address", c));
-    RY_ASSIGN_OR_RETURN(p.port, OptInt32(a[i], "port", c));
-    out.push_back(std::move(p));
-  }
-  return out;
+Result<Peer> PeerFromJson(const json& j, const FieldContext& c) {
+  Peer p;
+  RY_ASSIGN_OR_RETURN(p.host, base::RequireString(j, "host", c));
+  RY_ASSIGN_OR_RETURN(p.address, base::RequireString(j, "address", c));
+  RY_ASSIGN_OR_RETURN(p.port, OptInt32(j, "port", c));
+  return p;
+}
+
+Result<PeerResult> PeerResultFromJson(const json& j, const FieldContext& c) {
+  PeerResult p;
+  RY_ASSIGN_OR_RETURN(p.host, base::RequireString(j, "host", c));
+  RY_ASSIGN_OR_RETURN(p.ok, base::RequireBool(j, "ok", c));
+  RY_ASSIGN_OR_RETURN(p.seconds, OptDouble(j, "seconds", c));
+  RY_ASSIGN_OR_RETURN(p.error, base::OptionalString(j, "error", "", c));
+  return p;
+}
+
+Result<CollectiveFigure> FigureFromJson(const json& j, const FieldContext& c) {
+  CollectiveFigure f;
+  RY_ASSIGN_OR_RETURN(f.bytes, base::RequireUint64(j, "bytes", c));
+  RY_ASSIGN_OR_RETURN(f.seconds, OptDouble(j, "seconds", c));
+  RY_ASSIGN_OR_RETURN(f.algbw_bytes_per_s, OptDouble(j, "algbw", c));
+  RY_ASSIGN_OR_RETURN(f.busbw_bytes_per_s, OptDouble(j, "busbw", c));
+  return f;
 }
 
 Result<CheckResult> CheckResultFromJson(const json& j, const FieldContext& ctx) {
@@ -302,18 +328,13 @@ Result<Task> TaskFromJson(std::string_view text, std::string_view key) {
   t.kind = *k;
   RY_ASSIGN_OR_RETURN(t.timeout_ms, base::OptionalInt(j, "timeout_ms", 0, ctx));
   RY_ASSIGN_OR_RETURN(t.plan, base::OptionalString(j, "plan", "", ctx));
-  RY_ASSIGN_OR_RETURN(json checks, OptArray(j, "checks", ctx));
-  for (size_t i = 0; i < checks.size(); ++i) {
-    RY_ASSIGN_OR_RETURN(NodeCheckSpec s,
-                        CheckSpecFromJson(checks[i], ctx.Child("checks").Index(i)));
-    t.checks.push_back(std::move(s));
-  }
+  RY_ASSIGN_OR_RETURN(t.checks, ReadList<NodeCheckSpec>(j, "checks", ctx, CheckSpecFromJson));
   if (t.kind == TaskKind::kNode) {
     RY_ASSIGN_OR_RETURN(const json* profile, base::RequireObject(j, "profile", ctx));
     RY_ASSIGN_OR_RETURN(t.profile, ProfileFromJson(*profile, ctx.Child("profile")));
   }
   RY_ASSIGN_OR_RETURN(t.shared_dir, OptBool(j, "shared_dir", ctx));
-  RY_ASSIGN_OR_RETURN(t.peers, PeersFromJson(j, ctx));
+  RY_ASSIGN_OR_RETURN(t.peers, ReadList<Peer>(j, "peers", ctx, PeerFromJson));
   RY_ASSIGN_OR_RETURN(t.samples, OptInt32(j, "samples", ctx));
   RY_ASSIGN_OR_RETURN(t.duration_ms, base::OptionalInt(j, "duration_ms", 0, ctx));
   RY_ASSIGN_OR_RETURN(t.dir, base::OptionalString(j, "dir", "", ctx));
@@ -386,40 +407,17 @@ Result<TaskResult> TaskResultFromJson(std::string_view text, std::string_view ke
   RY_ASSIGN_OR_RETURN(r.ok, base::RequireBool(j, "ok", ctx));
   RY_ASSIGN_OR_RETURN(r.error, base::OptionalString(j, "error", "", ctx));
   RY_ASSIGN_OR_RETURN(r.code, base::OptionalString(j, "code", "", ctx));
-  RY_ASSIGN_OR_RETURN(json checks, OptArray(j, "checks", ctx));
-  for (size_t i = 0; i < checks.size(); ++i) {
-    RY_ASSIGN_OR_RETURN(CheckResult c,
-                        CheckResultFromJson(checks[i], ctx.Child("checks").Index(i)));
-    r.checks.push_back(std::move(c));
-  }
+  RY_ASSIGN_OR_RETURN(r.checks, ReadList<CheckResult>(j, "checks", ctx, CheckResultFromJson));
   RY_ASSIGN_OR_RETURN(r.abandoned, OptInt32(j, "abandoned", ctx));
   RY_ASSIGN_OR_RETURN(r.realtime_ns, base::OptionalInt(j, "realtime_ns", 0, ctx));
-  RY_ASSIGN_OR_RETURN(json peers, OptArray(j, "peers", ctx));
-  for (size_t i = 0; i < peers.size(); ++i) {
-    FieldContext c = ctx.Child("peers").Index(i);
-    PeerResult p;
-    RY_ASSIGN_OR_RETURN(p.host, base::RequireString(peers[i], "host", c));
-    RY_ASSIGN_OR_RETURN(p.ok, base::RequireBool(peers[i], "ok", c));
-    RY_ASSIGN_OR_RETURN(p.seconds, OptDouble(peers[i], "seconds", c));
-    RY_ASSIGN_OR_RETURN(p.error, base::OptionalString(peers[i], "error", "", c));
-    r.peers.push_back(std::move(p));
-  }
+  RY_ASSIGN_OR_RETURN(r.peers, ReadList<PeerResult>(j, "peers", ctx, PeerResultFromJson));
   RY_ASSIGN_OR_RETURN(r.bits_per_s, OptDouble(j, "bits_per_s", ctx));
   RY_ASSIGN_OR_RETURN(r.bytes, OptUint64(j, "bytes", ctx));
   RY_ASSIGN_OR_RETURN(r.seconds, OptDouble(j, "seconds", ctx));
   RY_ASSIGN_OR_RETURN(r.bytes_per_s, OptDouble(j, "bytes_per_s", ctx));
   RY_ASSIGN_OR_RETURN(r.ops_per_s, OptDouble(j, "ops_per_s", ctx));
   RY_ASSIGN_OR_RETURN(r.note, base::OptionalString(j, "note", "", ctx));
-  RY_ASSIGN_OR_RETURN(json figures, OptArray(j, "figures", ctx));
-  for (size_t i = 0; i < figures.size(); ++i) {
-    FieldContext c = ctx.Child("figures").Index(i);
-    CollectiveFigure f;
-    RY_ASSIGN_OR_RETURN(f.bytes, base::RequireUint64(figures[i], "bytes", c));
-    RY_ASSIGN_OR_RETURN(f.seconds, OptDouble(figures[i], "seconds", c));
-    RY_ASSIGN_OR_RETURN(f.algbw_bytes_per_s, OptDouble(figures[i], "algbw", c));
-    RY_ASSIGN_OR_RETURN(f.busbw_bytes_per_s, OptDouble(figures[i], "busbw", c));
-    r.figures.push_back(f);
-  }
+  RY_ASSIGN_OR_RETURN(r.figures, ReadList<CollectiveFigure>(j, "figures", ctx, FigureFromJson));
   return r;
 }
 

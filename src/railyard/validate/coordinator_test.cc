@@ -64,14 +64,17 @@ class FakeProbes final : public AgentProbes {
 };
 
 // Forwards to the run's store, but an agent's task `die_after` + 1 never comes: Get fails,
-// as a store connection of a killed agent would, and RunAgent ends.
+// as a store connection of a killed agent would, and RunAgent ends; or, with `hang`, Get waits
+// out its deadline as a hung agent would.
 class DyingStore final : public net::Store {
  public:
-  DyingStore(net::Store& base, std::string prefix) : base_(base), prefix_(std::move(prefix)) {}
+  DyingStore(net::Store& base, std::string prefix, bool hang)
+      : base_(base), prefix_(std::move(prefix)), hang_(hang) {}
   Status Set(std::string_view k, std::string_view v, base::Deadline d) override {
     return base_.Set(k, v, d);
   }
   Result<std::string> Get(std::string_view k, base::Deadline d) override {
+    if (k.starts_with(prefix_) && hang_) return base_.Get("never/" + std::string(k), d);
     if (k.starts_with(prefix_)) return Aborted("agent killed by the test");
     return base_.Get(k, d);
   }
@@ -91,6 +94,7 @@ class DyingStore final : public net::Store {
  private:
   net::Store& base_;
   std::string prefix_;
+  bool hang_;
 };
 
 class ThreadHandle final : public AgentHandle {
@@ -120,6 +124,8 @@ class ThreadHandle final : public AgentHandle {
 struct Faults {
   std::set<std::string> never_start;
   std::map<std::string, int> die_after;  // host -> tasks it answers
+  bool hang = false;                     // die_after hangs instead
+  milliseconds idle_timeout{10'000};
   bool real_probes = false;
   int read_only = -1;  // the host whose storage refuses writes
 };
@@ -138,8 +144,8 @@ class ThreadStarter final : public AgentStarter {
       return std::unique_ptr<AgentHandle>(std::make_unique<ThreadHandle>());
     net::Store* store = &store_;
     if (auto it = faults_.die_after.find(inv.host); it != faults_.die_after.end()) {
-      dying_.push_back(
-          std::make_unique<DyingStore>(store_, TaskKey(inv.run_id, inv.host, it->second + 1)));
+      dying_.push_back(std::make_unique<DyingStore>(
+          store_, TaskKey(inv.run_id, inv.host, it->second + 1), faults_.hang));
       store = dying_.back().get();
     }
     AgentProbes* probes = nullptr;
@@ -153,7 +159,7 @@ class ThreadStarter final : public AgentStarter {
                    .registry = &registry_,
                    .probes = probes,
                    .address = "127.0.0.1",
-                   .idle_timeout = milliseconds(10'000),
+                   .idle_timeout = faults_.idle_timeout,
                    .deadline = base::Deadline::After(std::chrono::seconds(60))};
     return std::unique_ptr<AgentHandle>(
         std::make_unique<ThreadHandle>([o, store] { return RunAgent(o, *store); }));
@@ -350,6 +356,21 @@ TEST_F(CoordinatorTest, AgentThatDiesAfterTheNodePhaseIsUnknown) {
   }
   EXPECT_TRUE(r.findings.empty()) << Describe(r);
   EXPECT_EQ(r.overall.verdict, Verdict::kUnknown);
+}
+
+TEST_F(CoordinatorTest, AgentThatHangsIsUnknownWithinItsCheckTimeout) {
+  // n1 answers its node task, then never takes its clock task: the clock check's timeout
+  // (2s) plus the store margin (3s) later it is UNKNOWN and left out; it gives up at 6s.
+  RunReport r =
+      Validate(LeafCluster({2, 2}, kRate), Healthy,
+               {.die_after = {{"n1", 1}}, .hang = true, .idle_timeout = milliseconds(6'000)});
+  const CheckResult* clock = Find(r.hosts[1], "node.clock_offset");
+  EXPECT_EQ(clock->outcome.verdict, Verdict::kUnknown);
+  EXPECT_NE(clock->outcome.reason.find("clock offset not measured"), std::string::npos)
+      << clock->outcome.reason;
+  EXPECT_EQ(Find(r.hosts[1], "fabric.pair_bandwidth")->outcome.verdict, Verdict::kUnknown);
+  EXPECT_EQ(r.hosts[0].overall.verdict, Verdict::kPass) << r.hosts[0].overall.reason;
+  EXPECT_EQ(r.pairs.size(), 6u);  // the 3 others, all pairs
 }
 
 TEST_F(CoordinatorTest, AgentThatDiesMidFabricLeavesItsPairsWithErrors) {
