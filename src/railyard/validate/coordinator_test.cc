@@ -14,6 +14,8 @@
 #include <thread>
 
 #include "railyard/base/temp_dir_testing.h"
+#include "railyard/net/store/tcp_store_client.h"
+#include "railyard/net/store/tcp_store_server.h"
 #include "railyard/validate/agent.h"
 #include "railyard/validate/node_env_testing.h"
 #include "railyard/validate/schedule_testing.h"
@@ -127,7 +129,9 @@ struct Faults {
   bool hang = false;                     // die_after hangs instead
   milliseconds idle_timeout{10'000};
   bool real_probes = false;
-  int read_only = -1;  // the host whose storage refuses writes
+  int read_only = -1;    // the host whose storage refuses writes
+  bool tcp = false;      // a TcpStoreServer on loopback, a client per agent
+  bool dial_in = false;  // agents started before the run, no starter
 };
 
 class ThreadStarter final : public AgentStarter {
@@ -143,9 +147,16 @@ class ThreadStarter final : public AgentStarter {
     if (faults_.never_start.contains(inv.host))
       return std::unique_ptr<AgentHandle>(std::make_unique<ThreadHandle>());
     net::Store* store = &store_;
+    if (faults_.tcp) {
+      Result<std::unique_ptr<net::Store>> client = net::ConnectTcpStore(
+          inv.store_address, inv.secret, base::Deadline::After(std::chrono::seconds(10)));
+      if (!client.ok()) return client.status();
+      clients_.push_back(std::move(*client));
+      store = clients_.back().get();
+    }
     if (auto it = faults_.die_after.find(inv.host); it != faults_.die_after.end()) {
       dying_.push_back(std::make_unique<DyingStore>(
-          store_, TaskKey(inv.run_id, inv.host, it->second + 1), faults_.hang));
+          *store, TaskKey(inv.run_id, inv.host, it->second + 1), faults_.hang));
       store = dying_.back().get();
     }
     AgentProbes* probes = nullptr;
@@ -174,6 +185,7 @@ class ThreadStarter final : public AgentStarter {
   std::shared_ptr<NodeEnv> env_;
   std::vector<std::unique_ptr<FakeProbes>> probes_;
   std::vector<std::unique_ptr<DyingStore>> dying_;
+  std::vector<std::unique_ptr<net::Store>> clients_;
 };
 
 // Healthy rates with a fixed spread of -5%..+4% per pair.
@@ -217,19 +229,44 @@ class CoordinatorTest : public ::testing::Test {
 
   RunReport Validate(const topo::Cluster& cluster, RateFn rate, Faults faults = {},
                      const std::string& shared_dir = "") {
+    std::unique_ptr<net::TcpStoreServer> server;
+    std::string address = "127.0.0.1:1";
+    if (faults.tcp) {
+      auto started = net::TcpStoreServer::Start({.secret = "s"});
+      EXPECT_TRUE(started.ok()) << started.status().ToString();
+      if (!started.ok()) return {};
+      server = std::move(*started);
+      address = server->address();
+      auto client =
+          net::ConnectTcpStore(address, "s", base::Deadline::After(std::chrono::seconds(10)));
+      EXPECT_TRUE(client.ok()) << client.status().ToString();
+      if (!client.ok()) return {};
+      store_ = std::move(*client);
+    }
+    const bool dial_in = faults.dial_in;
     ThreadStarter starter(*store_, registry_, std::move(rate), std::move(faults));
     std::vector<std::string> hosts;
     for (const topo::Node& n : cluster.nodes) hosts.push_back(n.name);
+    std::vector<std::unique_ptr<AgentHandle>> dialled;
+    if (dial_in) {
+      for (const std::string& h : hosts) {
+        auto handle = starter.Start(
+            {.host = h, .store_address = address, .run_id = "validate", .secret = "s"});
+        EXPECT_TRUE(handle.ok());
+        if (handle.ok()) dialled.push_back(std::move(*handle));
+      }
+    }
     CoordinatorOptions o{.plan = &plan_,
                          .hosts = hosts,
                          .cluster = &cluster,
                          .shared_dir = shared_dir,
                          .store = store_.get(),
-                         .store_address = "127.0.0.1:1",
+                         .store_address = address,
                          .secret = "s",
-                         .starter = &starter,
+                         .starter = dial_in ? nullptr : &starter,
                          .agent_connect_timeout = milliseconds(2'000)};
     Result<RunReport> r = RunValidation(o);
+    dialled.clear();  // joins: every agent was told to exit
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : RunReport{};
   }
@@ -390,6 +427,21 @@ TEST_F(CoordinatorTest, AgentThatDiesMidFabricLeavesItsPairsWithErrors) {
     }
   }
   EXPECT_TRUE(r.findings.empty()) << Describe(r);
+}
+
+TEST_F(CoordinatorTest, OverATcpStoreAHostThatNeverStartsIsUnknown) {
+  RunReport r = Validate(LeafCluster({2, 3}, kRate), Healthy, {.never_start = {"n4"}, .tcp = true});
+  for (const HostEntry& h : r.hosts) {
+    Verdict want = h.name == "n4" ? Verdict::kUnknown : Verdict::kPass;
+    EXPECT_EQ(h.overall.verdict, want) << h.name << ": " << h.overall.reason;
+  }
+  EXPECT_EQ(r.pairs.size(), 12u);
+}
+
+TEST_F(CoordinatorTest, AgentsThatDialInAreUsed) {
+  RunReport r = Validate(LeafCluster({2, 2}, kRate), Healthy, {.dial_in = true});
+  EXPECT_EQ(r.overall.verdict, Verdict::kPass) << Describe(r);
+  EXPECT_EQ(r.pairs.size(), 12u);
 }
 
 TEST_F(CoordinatorTest, BadOptionsAreInvalidArgument) {
