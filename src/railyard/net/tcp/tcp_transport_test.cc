@@ -45,12 +45,18 @@ constexpr HandshakeProtocol kTcpProtocol = {.magic = 0x52595432,
                                             .acceptor = "a Railyard rank of this job",
                                             .context_bytes = 16};
 
-// A blocking loopback connection to a rank's published "ip:port" (5 s receive timeout).
-base::UniqueFd RawConnect(const std::string& addr) {
+// "ip:port" as a socket address.
+sockaddr_in SocketAddress(const std::string& addr) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   inet_pton(AF_INET, addr.substr(0, addr.rfind(':')).c_str(), &a.sin_addr);
   a.sin_port = htons(static_cast<uint16_t>(std::stoi(addr.substr(addr.rfind(':') + 1))));
+  return a;
+}
+
+// A blocking loopback connection to a rank's published "ip:port" (5 s receive timeout).
+base::UniqueFd RawConnect(const std::string& addr) {
+  sockaddr_in a = SocketAddress(addr);
   base::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) fd.Reset();
   timeval tv{5, 0};
@@ -688,10 +694,7 @@ TEST(TcpTransport, WaitsThatNeverPollStillComplete) {
 // A bound socket that does not listen at `addr` ("ip:port"): connects to it are refused, and
 // no other process can take the port meanwhile.
 base::UniqueFd BindWithoutListening(const std::string& addr) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  inet_pton(AF_INET, addr.substr(0, addr.rfind(':')).c_str(), &a.sin_addr);
-  a.sin_port = htons(static_cast<uint16_t>(std::stoi(addr.substr(addr.rfind(':') + 1))));
+  sockaddr_in a = SocketAddress(addr);
   base::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   int one = 1;
   setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -699,38 +702,45 @@ base::UniqueFd BindWithoutListening(const std::string& addr) {
   return fd;
 }
 
-// Clears the connect hook when a test ends, also when it fails half-way.
-struct ConnectHookGuard {
-  ~ConnectHookGuard() { tcp::SetConnectFailureHookForTest({}); }
+// Two ranks, then rank 1 gone and its port bound by `port_` without listening: rank 0's
+// connects to `addr_` are refused. TearDown clears the connect hook, also after a failure.
+class TcpConnectRetryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_ = StartTransportGroupForTest(NewTcpTransport, 2);
+    ASSERT_TRUE(g_.status.ok()) << g_.status.ToString();
+    addr_ = g_.ranks[0]->peer(1).address;
+    g_.ranks[1].reset();
+    port_ = BindWithoutListening(addr_);
+    ASSERT_TRUE(port_.valid()) << addr_ << ": " << std::strerror(errno);
+  }
+  void TearDown() override { tcp::SetConnectFailureHookForTest({}); }
+
+  TransportGroup g_;
+  std::string addr_;
+  base::UniqueFd port_;
 };
 
 // Rank 1's port refuses connections until rank 0's first refusal has been seen, then
 // listens: rank 0's connect is retried and reaches it (its hello arrives), instead of
 // failing the peer at the first refusal.
-TEST(TcpTransport, ConnectIsRetriedUntilThePeerListens) {
-  auto g = StartTransportGroupForTest(NewTcpTransport, 2);
-  ASSERT_TRUE(g.status.ok()) << g.status.ToString();
-  const std::string addr = g.ranks[0]->peer(1).address;
-  g.ranks[1].reset();
-  base::UniqueFd port = BindWithoutListening(addr);
-  ASSERT_TRUE(port.valid()) << addr << ": " << std::strerror(errno);
+TEST_F(TcpConnectRetryTest, ConnectIsRetriedUntilThePeerListens) {
   std::atomic<int> refusals{0};
   std::promise<void> listening;
-  ConnectHookGuard guard;
   tcp::SetConnectFailureHookForTest([&](int err) {
     if (err != ECONNREFUSED || refusals++ > 0) return;
-    ASSERT_EQ(::listen(port.get(), 4), 0) << std::strerror(errno);
+    ASSERT_EQ(::listen(port_.get(), 4), 0) << std::strerror(errno);
     listening.set_value();
   });
   char c = 'x';
-  auto s = g.ranks[0]->PostSend(1, 1, &c, 1);
+  auto s = g_.ranks[0]->PostSend(1, 1, &c, 1);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   Status sent;
-  std::thread driver([&] { sent = g.ranks[0]->WaitAll({&*s, 1}, Soon()); });
+  std::thread driver([&] { sent = g_.ranks[0]->WaitAll({&*s, 1}, Soon()); });
   ASSERT_EQ(listening.get_future().wait_for(seconds(20)), std::future_status::ready);
-  pollfd pf{port.get(), POLLIN, 0};
+  pollfd pf{port_.get(), POLLIN, 0};
   ASSERT_EQ(::poll(&pf, 1, 20'000), 1);
-  base::UniqueFd conn(::accept4(port.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  base::UniqueFd conn(::accept4(port_.get(), nullptr, nullptr, SOCK_CLOEXEC));
   ASSERT_TRUE(conn.valid()) << std::strerror(errno);
   timeval tv{20, 0};
   setsockopt(conn.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -748,23 +758,16 @@ TEST(TcpTransport, ConnectIsRetriedUntilThePeerListens) {
 
 // A port that never listens: the connect is retried briefly, then the peer fails with the
 // errno text, naming its rank and address.
-TEST(TcpTransport, ConnectToAPortThatNeverListensFailsNamingTheAddress) {
-  auto g = StartTransportGroupForTest(NewTcpTransport, 2);
-  ASSERT_TRUE(g.status.ok()) << g.status.ToString();
-  const std::string addr = g.ranks[0]->peer(1).address;
-  g.ranks[1].reset();
-  base::UniqueFd port = BindWithoutListening(addr);
-  ASSERT_TRUE(port.valid()) << addr << ": " << std::strerror(errno);
+TEST_F(TcpConnectRetryTest, ConnectToAPortThatNeverListensFailsNamingTheAddress) {
   std::atomic<int> refusals{0};
-  ConnectHookGuard guard;
   tcp::SetConnectFailureHookForTest([&](int err) { refusals += err == ECONNREFUSED; });
   char c = 'x';
-  auto s = g.ranks[0]->PostSend(1, 1, &c, 1);
+  auto s = g_.ranks[0]->PostSend(1, 1, &c, 1);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  Status sent = g.ranks[0]->WaitAll({&*s, 1}, Soon());
+  Status sent = g_.ranks[0]->WaitAll({&*s, 1}, Soon());
   EXPECT_FALSE(sent.ok());
   EXPECT_NE(sent.message().find("rank 1"), std::string::npos) << sent.ToString();
-  EXPECT_NE(sent.message().find("connect to " + addr + ": Connection refused"), std::string::npos)
+  EXPECT_NE(sent.message().find("connect to " + addr_ + ": Connection refused"), std::string::npos)
       << sent.ToString();
   EXPECT_GT(refusals.load(), 1) << "the refused connect was not retried";
   EXPECT_TRUE(tcp::IsTransientConnectError(EHOSTUNREACH));
