@@ -478,8 +478,12 @@ Attribution Confirm(Attribution first, const FabricView& view, std::span<const M
       f.outcome = Outcome::Fail(fmt::format("{}; re-test against known-good hosts: {} of {} slow",
                                             base, slow, relevant.size()));
     } else {
-      f.outcome = Outcome::Warn(
-          fmt::format("{}; not reproduced on re-test against known-good hosts ({} of {} slow)",
+      // One slow measurement that known-good partners do not reproduce is noise (a busy CPU,
+      // a retransmit), not a fault: flagging it would make a clean cluster fail to come out
+      // clean. It stays in the report as a PASS finding, with its evidence, for the record.
+      f.outcome = Outcome::Pass(
+          fmt::format("{}; transient: not reproduced on re-test against known-good hosts ({} "
+                      "of {} slow)",
                       base, slow, relevant.size()));
     }
   }

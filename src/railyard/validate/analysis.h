@@ -22,8 +22,9 @@
 //
 // Each finding carries its evidence (median measured and expected rate, ratio, slow/total,
 // the tests) and re-test pairs against known-good hosts (named by no finding). A finding
-// is a WARN suspect until Confirm() sees the re-tests: FAIL when they are slow again, WARN
-// when they are not, UNKNOWN when they did not run. Nothing is FAIL on one measurement pass.
+// is a WARN suspect until Confirm() sees the re-tests: FAIL when they are slow again, PASS
+// ("transient: not reproduced") when they are not, UNKNOWN when they did not run. Nothing is
+// FAIL on one measurement pass, and one slow pass that re-tests clear is not flagged at all.
 //
 // Thread-safety: pure functions.
 #pragma once

@@ -191,7 +191,7 @@ TEST(AnalysisTest, TwoLeavesCannotTellWhichUplinkAndSaySo) {
   EXPECT_EQ(a->findings[0].alternatives.size(), 1u);
 }
 
-TEST(AnalysisTest, SuspectNotReproducedIsWarnAndUnrunRetestIsUnknown) {
+TEST(AnalysisTest, SuspectNotReproducedIsATransientPassAndUnrunRetestIsUnknown) {
   const int bad = 2;
   Factor f = [&](int s, int d) { return s == bad || d == bad ? 0.2 : 1.0; };
   topo::Cluster c = Cluster({4, 4}, true);
@@ -199,8 +199,8 @@ TEST(AnalysisTest, SuspectNotReproducedIsWarnAndUnrunRetestIsUnknown) {
   ASSERT_EQ(a.findings.size(), 1u);
   Attribution healed = Retest(
       c, a, [](int, int) { return 1.0; }, 1);
-  EXPECT_EQ(healed.findings[0].outcome.verdict, Verdict::kWarn);
-  EXPECT_NE(healed.findings[0].outcome.reason.find("not reproduced"), std::string::npos);
+  EXPECT_EQ(healed.findings[0].outcome.verdict, Verdict::kPass);
+  EXPECT_NE(healed.findings[0].outcome.reason.find("transient: not reproduced"), std::string::npos);
   Attribution unrun = Confirm(a, FabricView::FromCluster(c), {});
   EXPECT_EQ(unrun.findings[0].outcome.verdict, Verdict::kUnknown);
   EXPECT_NE(unrun.findings[0].outcome.reason.find("re-test did not run"), std::string::npos);
