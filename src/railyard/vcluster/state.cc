@@ -113,6 +113,20 @@ class Fields {
   std::string where_;
 };
 
+// An optional object of name: bits/s (host_rates, uplink_rates).
+Status ReadRates(const Fields& f, std::string_view source, const char* field, const char* what,
+                 std::map<std::string, uint64_t>& out) {
+  RY_ASSIGN_OR_RETURN(
+      const json* rates,
+      f.Optional(field, fmt::format("an object of {}: bits/s", what).c_str(), &json::is_object));
+  if (rates == nullptr) return Status::Ok();
+  Fields rf(*rates, source, fmt::format("{}.", field));
+  for (const auto& [name, rate] : rates->items()) {
+    RY_ASSIGN_OR_RETURN(out[name], rf.Rate(name.c_str()));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<ClusterState> StateFromJson(std::string_view text, std::string_view source) {
@@ -151,14 +165,7 @@ Result<ClusterState> StateFromJson(std::string_view text, std::string_view sourc
   RY_ASSIGN_OR_RETURN(s.topology_file, f.String("topology_file", /*required=*/false));
   RY_ASSIGN_OR_RETURN(s.control_address, f.String("control_address", /*required=*/false));
   RY_ASSIGN_OR_RETURN(s.shared_dir, f.String("shared_dir", /*required=*/false));
-  RY_ASSIGN_OR_RETURN(const json* uplinks,
-                      f.Optional("uplink_rates", "an object of leaf: bits/s", &json::is_object));
-  if (uplinks) {
-    Fields uf(*uplinks, source, "uplink_rates.");
-    for (const auto& [leaf, rate] : uplinks->items()) {
-      RY_ASSIGN_OR_RETURN(s.uplink_rates[leaf], uf.Rate(leaf.c_str()));
-    }
-  }
+  RY_RETURN_IF_ERROR(ReadRates(f, source, "uplink_rates", "leaf", s.uplink_rates));
   RY_ASSIGN_OR_RETURN(const json* scratch,
                       f.Optional("scratch_faults", "an object of host: \"readonly\" or \"full\"",
                                  &json::is_object));
@@ -185,14 +192,7 @@ Result<ClusterState> StateFromJson(std::string_view text, std::string_view sourc
     }
   }
 
-  RY_ASSIGN_OR_RETURN(const json* rates,
-                      f.Optional("host_rates", "an object of host: bits/s", &json::is_object));
-  if (rates) {
-    Fields rf(*rates, source, "host_rates.");
-    for (const auto& [host, rate] : rates->items()) {
-      RY_ASSIGN_OR_RETURN(s.host_rates[host], rf.Rate(host.c_str()));
-    }
-  }
+  RY_RETURN_IF_ERROR(ReadRates(f, source, "host_rates", "host", s.host_rates));
   RY_ASSIGN_OR_RETURN(const json* cut, f.Optional("cut", "a list of host names", &json::is_array));
   if (cut) {
     for (size_t i = 0; i < cut->size(); ++i) {
