@@ -139,7 +139,11 @@ void Run::Send(std::vector<Exchange>& exchanges, milliseconds timeout, std::stri
     Exchange& x = exchanges[e];
     HostState& h = hosts[x.host];
     if (!h.live) continue;
-    x.task.timeout_ms = x.task.timeout_ms ? x.task.timeout_ms : timeout.count();
+    // The agent gives up a little before the coordinator does, so that a probe stuck on its
+    // peer comes back as the probe's error rather than as this agent's silence.
+    if (x.task.timeout_ms == 0) {
+      x.task.timeout_ms = (timeout - std::min(timeout / 4, milliseconds(2'000))).count();
+    }
     const std::string key = TaskKey(options.run_id, h.name, ++h.seq);
     Status s = options.store->Set(key, ToJson(x.task),
                                   Deadline::Earliest(deadline, Deadline::After(kStoreMargin)));
