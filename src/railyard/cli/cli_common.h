@@ -30,6 +30,8 @@ void RegisterServeCommand(CLI::App& app, Action* action);
 void RegisterBenchCommand(CLI::App& app, Action* action);
 // `bench comm` (bench_comm_cmd.cc), added under `bench` by RegisterBenchCommand.
 void RegisterBenchCommCommand(CLI::App* bench, Action* action);
+// `bench validate` (bench_validate_cmd.cc), likewise.
+void RegisterBenchValidateCommand(CLI::App* bench, Action* action);
 void RegisterCkptCommand(CLI::App& app, Action* action);
 void RegisterDataCommand(CLI::App& app, Action* action);
 void RegisterValidateCommand(CLI::App& app, Action* action);

@@ -1,12 +1,15 @@
 // `railyard demo`: a tour of what Railyard can do, on a virtual cluster it brings up and
 // removes itself. It grows with each capability.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "railyard/base/clock.h"
+#include "railyard/base/files.h"
 #include "railyard/base/progress.h"
+#include "railyard/base/strings.h"
 #include "railyard/base/subprocess.h"
 #include "railyard/base/units.h"
 #include "railyard/cli/cli_common.h"
@@ -29,6 +32,7 @@ struct DemoFlags {
   std::string degrade_rate = "100Mbit";
   std::string per_pair = "300ms";
   std::string mode = "auto";
+  std::string validate_plan = "vcluster";
 };
 
 std::string Mbit(double bits) { return fmt::format("{:.0f}", bits / 1e6); }
@@ -90,6 +94,36 @@ Status DemoAllreduce(const vcluster::ClusterState& state) {
       100.0 * busbw_bits / static_cast<double>(limit),
       base::FormatRateBits(static_cast<double>(limit)));
   return Status::Ok();
+}
+
+// Runs `railyard validate` over the cluster as a user would, prints its table indented, and
+// returns the hosts it wrote to its exclusion file (FAIL and UNKNOWN).
+Result<std::vector<std::string>> DemoValidate(const vcluster::ClusterState& state,
+                                              const std::string& plan) {
+  const std::string exclude_file =
+      fmt::format("{}/{}-demo-exclude.txt", vcluster::DefaultStateDir(), state.spec().prefix);
+  base::SpawnOptions o;
+  o.argv = {SelfExecutable(), "validate", "--hosts",        "vcluster:" + state.spec().prefix,
+            "--plan",         plan,       "--exclude-file", exclude_file};
+  RY_ASSIGN_OR_RETURN(base::ExitInfo done,
+                      base::RunCommand(o, base::Deadline::After(std::chrono::seconds(180))));
+  // 0 to 3 are verdicts (OK, WARN, FAIL, UNKNOWN); anything else is validate failing.
+  if (done.signal != 0 || done.exit_code > 3) {
+    return Internal("validate did not finish: {}", done.Describe());
+  }
+  for (std::string_view line : base::SplitLines(done.stdout_text)) fmt::print("  {}\n", line);
+  auto text = base::ReadFile(exclude_file);
+  std::vector<std::string> hosts;
+  if (text.ok()) {
+    for (std::string_view line : base::SplitLines(*text)) {
+      line = base::StripAsciiWhitespace(line);
+      if (!line.empty() && line[0] != '#') hosts.emplace_back(line);
+    }
+  }
+  std::remove(exclude_file.c_str());
+  fmt::print("  validation excluded: {}\n",
+             hosts.empty() ? "nothing" : fmt::format("{}", fmt::join(hosts, ", ")));
+  return hosts;
 }
 
 Status RunDemo(const DemoFlags& f) {
@@ -196,26 +230,19 @@ Status RunDemo(const DemoFlags& f) {
                Mbit(cross_sum / cross_n), rate(spec.spine_rate_bits));
   }
 
-  Step(4, total, "a degraded host is slower");
-  if (spec.mode == Mode::kLoopback) {
-    fmt::print("  skipped: loopback mode has no links to shape\n");
-  } else {
-    // node1 shares leaf0 with node0; compare node0 -> node1 before and after.
+  Step(4, total, "validation finds a degraded host (which one is not told to it)");
+  std::vector<std::string> excluded;
+  {
+    // A fault the validation must find by measuring: node1's link drops to --degrade-rate.
     const HostPlan& victim = plan.hosts[1];
-    const HostPlan& peer = plan.hosts[0];
-    RY_RETURN_IF_ERROR(vc.DegradeHost(spec.prefix, victim.name, degraded_rate));
-    fmt::print("  degraded {} to {}\n", victim.name, f.degrade_rate);
-    MatrixOptions again = mo;
-    again.on_pair = nullptr;
-    again.pairs = {{peer.index, victim.index}, {victim.index, peer.index}};
-    RY_ASSIGN_OR_RETURN(BandwidthMatrix after, MeasureBandwidth(state, again));
-    for (auto [s, d] : again.pairs) {
-      double before = m[s][d], now = after[s][d];
-      fmt::print("  {} -> {}: {} Mbit/s healthy, {} Mbit/s degraded ({:.1f}x slower)\n",
-                 plan.hosts[s].name, plan.hosts[d].name, Mbit(before), Mbit(now),
-                 now > 0 ? before / now : 0.0);
+    if (spec.mode == Mode::kLoopback) {
+      fmt::print("  loopback mode has no links to shape: validating a clean cluster\n");
+    } else {
+      RY_RETURN_IF_ERROR(vc.DegradeHost(spec.prefix, victim.name, degraded_rate));
+      fmt::print("  (a fault was injected into one host's link)\n");
     }
-    RY_RETURN_IF_ERROR(vc.Restore(spec.prefix));
+    RY_ASSIGN_OR_RETURN(excluded, DemoValidate(state, f.validate_plan));
+    if (spec.mode != Mode::kLoopback) RY_RETURN_IF_ERROR(vc.Restore(spec.prefix));
   }
 
   Step(5, total,
@@ -224,22 +251,23 @@ Status RunDemo(const DemoFlags& f) {
                    spec.hosts));
   RY_RETURN_IF_ERROR(DemoAllreduce(state));
 
-  Step(6, total, "place a 2-node job on the topology, avoiding an unhealthy host");
+  Step(6, total, "place a 2-node job on the topology, around what validation excluded");
   {
-    // The topology file the cluster wrote is what a scheduler would read; node1 plays the
-    // host that validation just failed.
+    // The topology file the cluster wrote is what a scheduler would read; the exclusions are
+    // validation's own, from its --exclude-file.
     RY_ASSIGN_OR_RETURN(topo::Cluster cluster, topo::LoadTopology(state.topology_file));
     place::Placer placer(cluster);
-    const std::string unhealthy = plan.hosts[1].name;
-    RY_RETURN_IF_ERROR(placer.SetExcluded({unhealthy}));
+    RY_RETURN_IF_ERROR(placer.SetExcluded(excluded));
     auto placed = placer.Place({.nodes = 2, .preferred_level = "leaf"});
+    const std::string which =
+        excluded.empty() ? "nothing" : fmt::format("{}", fmt::join(excluded, ", "));
     if (placed.ok()) {
-      fmt::print("  excluded {}; {}\n", unhealthy, placed->explanation);
+      fmt::print("  excluded {}; {}\n", which, placed->explanation);
       for (size_t r = 0; r < placed->hosts.size(); ++r) {
         fmt::print("  rank {} -> {}\n", r, placed->hosts[r]);
       }
     } else {
-      fmt::print("  excluded {}; not placed: {}\n", unhealthy, placed.status().message());
+      fmt::print("  excluded {}; not placed: {}\n", which, placed.status().message());
     }
   }
 
@@ -258,8 +286,9 @@ void RegisterDemoCommand(CLI::App& app, Action* action) {
   CLI::App* demo = app.add_subcommand(
       "demo",
       "A tour on a virtual cluster it brings up and removes, in 7 steps: bring-up, "
-      "topology, bandwidth matrix, a degraded host, an allreduce across the hosts "
-      "(busbw next to the link rate), placement around the unhealthy host, tear-down");
+      "topology, bandwidth matrix, validation finding a degraded host it is not told of, an "
+      "allreduce across the hosts (busbw next to the link rate), placement around what "
+      "validation excluded, tear-down");
   demo->add_option("--prefix", f->prefix, "prefix of the demo cluster's names")
       ->capture_default_str();
   demo->add_option("--hosts", f->hosts, "hosts")->capture_default_str();
@@ -271,6 +300,8 @@ void RegisterDemoCommand(CLI::App& app, Action* action) {
   demo->add_option("--per-pair", f->per_pair, "measuring time per host pair")
       ->capture_default_str();
   demo->add_option("--mode", f->mode, "auto, netns or loopback")->capture_default_str();
+  demo->add_option("--validate-plan", f->validate_plan, "validation plan of step 4")
+      ->capture_default_str();
   demo->footer("Example:\n  sudo railyard demo --hosts 6 --leaves 3\nDocs: docs/demo.md\n");
   demo->callback([f, action] {
     *action = [f]() -> Outcome {

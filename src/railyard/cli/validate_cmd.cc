@@ -174,7 +174,9 @@ void RegisterValidateCommand(CLI::App& app, Action* action) {
       "mounts, RDMA ports, fabric providers, GPUs");
   f->app = node;
   node->allow_extras();  // so that a typo exits 3 (UNKNOWN) here, not the parser's 2
-  node->add_option("--plan", f->plan, "quick (default), full, or a plan file (docs/formats.md)")
+  node->add_option("--plan", f->plan,
+                   "quick (default), full, vcluster (full for the virtual cluster), or a plan file "
+                   "(docs/formats.md)")
       ->expected(0, 1);
   node->add_option("--topology", f->topology,
                    "topology file: this host's expected link rate, GPU count and RDMA")

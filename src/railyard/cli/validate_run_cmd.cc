@@ -478,7 +478,9 @@ void RegisterValidateRun(CLI::App* validate, Action* action) {
   auto opt = [&](const char* name, std::string& value, const char* help) {
     validate->add_option(name, value, help)->expected(0, 1);
   };
-  opt("--plan", f->plan, "quick (default), full, or a plan file (docs/formats.md)");
+  opt("--plan", f->plan,
+      "quick (default), full, vcluster (full for the virtual cluster), or a plan file "
+      "(docs/formats.md)");
   opt("--hosts", f->hosts, "vcluster[:PREFIX], @FILE or a host file, node[01-16], or a topology");
   opt("--topology", f->topology, "topology file for a host file or hostlist (leaves, rates)");
   opt("--shared-dir", f->shared_dir,

@@ -303,10 +303,34 @@ Result<Plan> ParsePlan(std::string_view text, std::string_view source,
   return PlanReader(source, registry).Read(root);
 }
 
+namespace {
+
+// The virtual cluster's hosts are network namespaces of one machine and share its kernel, so
+// the kernel's tuning (node.sysctl) and the process limits (node.memlock) describe that
+// machine, not a host: they are left to `railyard validate node` on the machine itself.
+constexpr std::string_view kVclusterPlan = R"(version: 1
+name: vcluster
+description: the full plan for the virtual cluster, without the checks of the shared machine's tuning
+include: full
+profiles:
+  - {name: virtual, gpus: 0, rdma: false}
+checks:
+  - {id: node.sysctl, enabled: false}
+  - {id: node.memlock, enabled: false}
+  - {id: node.swap, fail: none}
+)";
+
+bool IsBuiltinPlan(std::string_view name) {
+  return name == "quick" || name == "full" || name == "vcluster";
+}
+
+}  // namespace
+
 Result<Plan> BuiltinPlan(std::string_view name, const CheckRegistry& registry) {
-  if (name != "quick" && name != "full") {
-    return NotFound("no built-in plan '{}' (built-in: quick, full)", name);
+  if (!IsBuiltinPlan(name)) {
+    return NotFound("no built-in plan '{}' (built-in: quick, full, vcluster)", name);
   }
+  if (name == "vcluster") return ParsePlan(kVclusterPlan, "built-in", registry);
   std::string text = fmt::format(
       "version: 1\nname: {0}\ndescription: every registered check of cost {1}, with its "
       "defaults\ninclude: {0}\n",
@@ -315,7 +339,7 @@ Result<Plan> BuiltinPlan(std::string_view name, const CheckRegistry& registry) {
 }
 
 Result<Plan> LoadPlan(const std::string& name_or_path, const CheckRegistry& registry) {
-  if (name_or_path == "quick" || name_or_path == "full") return BuiltinPlan(name_or_path, registry);
+  if (IsBuiltinPlan(name_or_path)) return BuiltinPlan(name_or_path, registry);
   RY_ASSIGN_OR_RETURN(std::string text, base::ReadFile(name_or_path));
   return ParsePlan(text, name_or_path, registry);
 }

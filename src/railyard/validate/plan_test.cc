@@ -102,7 +102,14 @@ TEST_F(PlanTest, BuiltinPlansFollowCost) {
   EXPECT_EQ(full->profiles.size(), 1u);
   EXPECT_EQ(full->ProfileFor("anything").name, "default");
   EXPECT_EQ(BuiltinPlan("fast", registry_).status().message(),
-            "no built-in plan 'fast' (built-in: quick, full)");
+            "no built-in plan 'fast' (built-in: quick, full, vcluster)");
+  Result<Plan> vcluster = LoadPlan("vcluster", registry_);
+  ASSERT_TRUE(vcluster.ok()) << vcluster.status().ToString();
+  EXPECT_EQ(vcluster->Find("node.sysctl"), nullptr);
+  EXPECT_EQ(vcluster->Find("node.memlock"), nullptr);
+  EXPECT_NE(vcluster->Find("fabric.pair_bandwidth"), nullptr);
+  EXPECT_EQ(vcluster->checks.size(), full->checks.size() - 2);
+  EXPECT_EQ(vcluster->ProfileFor("node3").gpus, 0);
 }
 
 TEST_F(PlanTest, IncludeThenDisableOrRetune) {
