@@ -772,7 +772,19 @@ Status VirtualCluster::Heal(std::string_view prefix, std::string_view host) {
   RY_RETURN_IF_ERROR(runner_->Run({"ip", "link", "set", h->bridge_port, "up"}).status());
   state.cut.erase(h->name);
   RY_RETURN_IF_ERROR(Save(state));
-  return WaitLinksPass(HostLinkEnds(*h), fmt::format("heal {}", h->name));
+  RY_RETURN_IF_ERROR(WaitLinksPass(HostLinkEnds(*h), fmt::format("heal {}", h->name)));
+  // While the link was down, every attempt to reach across it left an ARP resolution behind
+  // (INCOMPLETE, or FAILED): a connect made after the heal would queue behind the old one,
+  // waiting up to a second for its next probe, or fail with EHOSTUNREACH when its probes
+  // ran out. Forgetting them makes the next packet start a fresh resolution, over a link
+  // that now passes traffic.
+  RY_RETURN_IF_ERROR(runner_->Run({"ip", "-n", h->netns, "neigh", "flush", "all"}).status());
+  for (const auto& other : state.plan.hosts) {
+    if (other.name == h->name) continue;
+    RY_RETURN_IF_ERROR(
+        runner_->Run({"ip", "-n", other.netns, "neigh", "flush", "to", h->address}).status());
+  }
+  return Status::Ok();
 }
 
 }  // namespace railyard::vcluster

@@ -97,7 +97,8 @@ class VirtualCluster {
   Status Restore(std::string_view prefix);
   Status Cut(std::string_view prefix, std::string_view host);
   // Returns once both ends of the host's link pass traffic again (as `Up` does for every
-  // link); UNAVAILABLE naming the link end when that takes longer than 5 s.
+  // link), with the neighbour (ARP) entries left by the cut forgotten on both sides;
+  // UNAVAILABLE naming the link end when that takes longer than 5 s.
   Status Heal(std::string_view prefix, std::string_view host);
 
   const std::string& state_dir() const { return state_dir_; }

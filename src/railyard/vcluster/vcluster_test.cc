@@ -2,6 +2,8 @@
 // and prefix-based `down` without root. The real thing is tested in tests/vcluster_*.
 #include "railyard/vcluster/vcluster.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -255,6 +257,15 @@ TEST_F(VirtualClusterTest, HealWaitsUntilBothLinkEndsPassTraffic) {
   }
   EXPECT_GE(polls, 5);  // 3 that saw it down, then both ends up
   EXPECT_TRUE(inside);  // the namespace's own eth0 is polled too
+  // Then the ARP entries the cut left are forgotten: all of node2's, and node2's elsewhere.
+  int flushes = 0;
+  for (const auto& argv : ip_.log) {
+    if (std::find(argv.begin(), argv.end(), "flush") == argv.end()) continue;
+    ++flushes;
+    const bool own = argv[2] == "ryt-node2" && argv.back() == "all";
+    EXPECT_TRUE(own || argv.back() == "198.18.1.3") << fmt::format("{}", fmt::join(argv, " "));
+  }
+  EXPECT_EQ(flushes, 4);
 }
 
 // An uplink is shaped on both ends of its veth; faults persist in the state, show in the
