@@ -172,7 +172,7 @@ TEST_F(TwoLeafTest, OneSlowPathIsTheLinkNotItsHosts) {
 
 TEST_F(TwoLeafTest, CutHostIsUnknownOrFailedAndTheRunCompletes) {
   Vcluster(kTwoLeaves, {"cut", "node3"});
-  Validation v = Validate(kTwoLeaves, "quick");
+  Validation v = Validate(kTwoLeaves);
   Vcluster(kTwoLeaves, {"heal", "node3"});
   ASSERT_TRUE(v.report.is_object()) << v.cli.err;
   std::string verdict = HostVerdict(v.report, "node3");
