@@ -190,6 +190,24 @@ TEST_F(TwoLeafTest, ReadOnlyScratchFailsStorageOfThatHostOnly) {
   EXPECT_EQ(FlaggedHostsBut(v.report, {"node4"}), std::set<std::string>{});
 }
 
+TEST_F(TwoLeafTest, HiddenProviderFailsThatHostsProviderCheckOnly) {
+  // A plan that expects libfabric's tcp provider on every host, as one expecting verbs or efa
+  // would on a real fabric; the fault hides it from node2's processes (FI_PROVIDER=^tcp).
+  base::ScopedTempDir dir;
+  const std::string plan = dir.path() + "/tcp-provider.yaml";
+  std::ofstream(plan) << "version: 1\nname: tcp-provider\ninclude: quick\nprofiles:\n"
+                         "  - {name: virtual, gpus: 0, rdma: false, fabric_provider: tcp}\n"
+                         "checks:\n  - {id: node.sysctl, enabled: false}\n"
+                         "  - {id: node.memlock, enabled: false}\n"
+                         "  - {id: node.swap, fail: none}\n";
+  Vcluster(kTwoLeaves, {"fault", "hide-provider", "node2", "tcp"});
+  Validation v = Validate(kTwoLeaves, plan);
+  ASSERT_TRUE(v.report.is_object()) << v.cli.err;
+  EXPECT_EQ(v.cli.exit_code, 2) << v.cli.out << v.cli.err;
+  EXPECT_EQ(CheckVerdict(v.report, "node2", "node.fabric_providers"), "FAIL");
+  EXPECT_EQ(FlaggedHostsBut(v.report, {"node2"}), std::set<std::string>{});
+}
+
 constexpr const char* kThreeLeaves = "rvu";
 
 class ThreeLeafTest : public ValidateVclusterTest {
