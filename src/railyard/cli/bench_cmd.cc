@@ -35,7 +35,7 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
       "  railyard bench ckpt --ranks 2 --size 1GiB --dir /lustre/tmp/ckb --steps 3 --async\n"
       "  railyard bench data --samples 100000 --readers 2 --dir /tmp/dbench\n"
       "  railyard bench comm --ranks 4 --transport tcp --op allreduce --sizes 4KiB:64MiB\n"
-      "  sudo railyard bench validate --plan full --repeat 5\n"
+      "  sudo railyard bench validate --repeat 5\n"
       "Docs: docs/performance.md\n");
 
   RegisterBenchCommCommand(bench, action);

@@ -308,29 +308,34 @@ namespace {
 // The virtual cluster's hosts are network namespaces of one machine and share its kernel, so
 // the kernel's tuning (node.sysctl) and the process limits (node.memlock) describe that
 // machine, not a host: they are left to `railyard validate node` on the machine itself.
+// `vcluster` starts from full, `vcluster-quick` from quick.
 constexpr std::string_view kVclusterPlan = R"(version: 1
-name: vcluster
-description: the full plan for the virtual cluster, without the checks of the shared machine's tuning
-include: full
+name: {0}
+description: the {1} plan for the virtual cluster, without the checks of the shared machine's tuning
+include: {1}
 profiles:
-  - {name: virtual, gpus: 0, rdma: false}
+  - {{name: virtual, gpus: 0, rdma: false}}
 checks:
-  - {id: node.sysctl, enabled: false}
-  - {id: node.memlock, enabled: false}
-  - {id: node.swap, fail: none}
+  - {{id: node.sysctl, enabled: false}}
+  - {{id: node.memlock, enabled: false}}
+  - {{id: node.swap, fail: none}}
 )";
 
 bool IsBuiltinPlan(std::string_view name) {
-  return name == "quick" || name == "full" || name == "vcluster";
+  return name == "quick" || name == "full" || name == "vcluster" || name == "vcluster-quick";
 }
 
 }  // namespace
 
 Result<Plan> BuiltinPlan(std::string_view name, const CheckRegistry& registry) {
   if (!IsBuiltinPlan(name)) {
-    return NotFound("no built-in plan '{}' (built-in: quick, full, vcluster)", name);
+    return NotFound("no built-in plan '{}' (built-in: quick, full, vcluster, vcluster-quick)",
+                    name);
   }
-  if (name == "vcluster") return ParsePlan(kVclusterPlan, "built-in", registry);
+  if (name.starts_with("vcluster")) {
+    return ParsePlan(fmt::format(kVclusterPlan, name, name == "vcluster" ? "full" : "quick"),
+                     "built-in", registry);
+  }
   std::string text = fmt::format(
       "version: 1\nname: {0}\ndescription: every registered check of cost {1}, with its "
       "defaults\ninclude: {0}\n",

@@ -102,7 +102,7 @@ TEST_F(PlanTest, BuiltinPlansFollowCost) {
   EXPECT_EQ(full->profiles.size(), 1u);
   EXPECT_EQ(full->ProfileFor("anything").name, "default");
   EXPECT_EQ(BuiltinPlan("fast", registry_).status().message(),
-            "no built-in plan 'fast' (built-in: quick, full, vcluster)");
+            "no built-in plan 'fast' (built-in: quick, full, vcluster, vcluster-quick)");
   Result<Plan> vcluster = LoadPlan("vcluster", registry_);
   ASSERT_TRUE(vcluster.ok()) << vcluster.status().ToString();
   EXPECT_EQ(vcluster->Find("node.sysctl"), nullptr);
@@ -110,6 +110,10 @@ TEST_F(PlanTest, BuiltinPlansFollowCost) {
   EXPECT_NE(vcluster->Find("fabric.pair_bandwidth"), nullptr);
   EXPECT_EQ(vcluster->checks.size(), full->checks.size() - 2);
   EXPECT_EQ(vcluster->ProfileFor("node3").gpus, 0);
+  Result<Plan> vcluster_quick = LoadPlan("vcluster-quick", registry_);
+  ASSERT_TRUE(vcluster_quick.ok()) << vcluster_quick.status().ToString();
+  EXPECT_EQ(vcluster_quick->checks.size(), quick->checks.size() - 2);
+  EXPECT_EQ(vcluster_quick->Find("fabric.pair_bandwidth"), nullptr);
 }
 
 TEST_F(PlanTest, IncludeThenDisableOrRetune) {
