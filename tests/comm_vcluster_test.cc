@@ -107,13 +107,16 @@ TEST_F(CommVclusterTest, CutLinkIsNamedByEverySurvivor) {
   }
 }
 
-// `railyard demo` end to end: its allreduce step is correct and reports busbw next to the
-// link that limits it, and the demo removes its cluster.
-TEST(DemoTest, AllreduceStepReportsBusbwNextToTheLinkRate) {
+// `railyard demo` end to end: validation finds the host the demo degraded without naming it
+// (and only it), the placement goes around it, the allreduce step is correct and reports busbw
+// next to the link that limits it, and the demo removes its cluster.
+TEST(DemoTest, ValidationFindsTheDegradedHostAndAllreduceReportsBusbw) {
   std::string reason = NetnsUnavailableReason();
   if (!reason.empty()) GTEST_SKIP() << reason;
-  auto r = RunRailyard({"demo", "--prefix", "rdt"});
+  auto r = RunRailyard({"demo", "--prefix", "rdt"}, {}, seconds(300));
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("validation excluded: node1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("excluded node1; placed 2 nodes"), std::string::npos) << r.out;
   size_t step = r.out.find("[5/7] allreduce across the 4 hosts");
   ASSERT_NE(step, std::string::npos) << r.out;
   std::string rest = r.out.substr(step);
