@@ -345,6 +345,15 @@ Result<Plan> BuiltinPlan(std::string_view name, const CheckRegistry& registry) {
 
 Result<Plan> LoadPlan(const std::string& name_or_path, const CheckRegistry& registry) {
   if (IsBuiltinPlan(name_or_path)) return BuiltinPlan(name_or_path, registry);
+  if (name_or_path.find('/') == std::string::npos && !base::PathExists(name_or_path)) {
+    // A bare word that is no file was most likely meant as a built-in plan.
+    std::string nearest =
+        NearestName(name_or_path, {"quick", "full", "vcluster", "vcluster-quick"});
+    return NotFound(
+        "no built-in plan or file '{}'{} (built-in: quick, full, vcluster, "
+        "vcluster-quick)",
+        name_or_path, nearest.empty() ? "" : fmt::format(" (did you mean '{}'?)", nearest));
+  }
   RY_ASSIGN_OR_RETURN(std::string text, base::ReadFile(name_or_path));
   return ParsePlan(text, name_or_path, registry);
 }

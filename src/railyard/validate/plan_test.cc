@@ -103,6 +103,9 @@ TEST_F(PlanTest, BuiltinPlansFollowCost) {
   EXPECT_EQ(full->ProfileFor("anything").name, "default");
   EXPECT_EQ(BuiltinPlan("fast", registry_).status().message(),
             "no built-in plan 'fast' (built-in: quick, full, vcluster, vcluster-quick)");
+  EXPECT_EQ(LoadPlan("vclustr", registry_).status().message(),
+            "no built-in plan or file 'vclustr' (did you mean 'vcluster'?) (built-in: quick, "
+            "full, vcluster, vcluster-quick)");
   Result<Plan> vcluster = LoadPlan("vcluster", registry_);
   ASSERT_TRUE(vcluster.ok()) << vcluster.status().ToString();
   EXPECT_EQ(vcluster->Find("node.sysctl"), nullptr);
