@@ -60,6 +60,10 @@ Result<CheckSettings> DefaultSettings(const CheckInfo& info) {
   return s;
 }
 
+Outcome CoordinatorCheck::Run(const CheckContext&) const {
+  return Outcome::Skipped("runs from the coordinator (railyard validate --hosts)");
+}
+
 std::optional<Outcome> Gate(const CheckInfo& info, const Profile& profile, const Site& site) {
   if (info.needs.gpu && profile.gpus < 0) {
     return Outcome::Skipped(fmt::format(

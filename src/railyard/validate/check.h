@@ -110,6 +110,15 @@ class BasicCheck : public Check {
   CheckInfo info_;
 };
 
+// The base of a check the coordinator runs across hosts (fabric, storage, collective, clock
+// offset): its Run, on one host alone (`railyard validate node`), is SKIPPED "runs from the
+// coordinator (railyard validate --hosts)", never PASS; the coordinator measures it instead.
+class CoordinatorCheck : public BasicCheck {
+ public:
+  using BasicCheck::BasicCheck;
+  Outcome Run(const CheckContext& ctx) const final;
+};
+
 // Facts about where a check would run, for Gate.
 struct Site {
   bool root = false;

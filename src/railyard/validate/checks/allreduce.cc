@@ -13,26 +13,22 @@
 namespace railyard::validate {
 namespace {
 
-class AllreduceCheck final : public BasicCheck {
+class AllreduceCheck final : public CoordinatorCheck {
  public:
   AllreduceCheck()
-      : BasicCheck({.id = "collective.allreduce",
-                    .summary = "allreduce bus bandwidth over all live hosts (Railyard comm)",
-                    .category = Category::kCollective,
-                    .cost = Cost::kFull,
-                    .timeout = std::chrono::seconds(60),
-                    .unit = Unit::kRate,
-                    .default_warn = "50% of expected",
-                    .default_fail = "25% of expected",
-                    .params = {{"sizes", "64KiB,1MiB",
-                                "bytes per rank, as `railyard bench comm --sizes` takes them "
-                                "(4KiB:64MiB, or a comma list)"},
-                               {"warmup", "2", "untimed iterations per size"},
-                               {"iters", "5", "timed iterations per size"}}}) {}
-
-  Outcome Run(const CheckContext&) const override {
-    return Outcome::Skipped("runs from the coordinator (railyard validate --hosts)");
-  }
+      : CoordinatorCheck({.id = "collective.allreduce",
+                          .summary = "allreduce bus bandwidth over all live hosts (Railyard comm)",
+                          .category = Category::kCollective,
+                          .cost = Cost::kFull,
+                          .timeout = std::chrono::seconds(60),
+                          .unit = Unit::kRate,
+                          .default_warn = "50% of expected",
+                          .default_fail = "25% of expected",
+                          .params = {{"sizes", "64KiB,1MiB",
+                                      "bytes per rank, as `railyard bench comm --sizes` takes them "
+                                      "(4KiB:64MiB, or a comma list)"},
+                                     {"warmup", "2", "untimed iterations per size"},
+                                     {"iters", "5", "timed iterations per size"}}}) {}
 };
 
 }  // namespace

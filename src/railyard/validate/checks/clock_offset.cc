@@ -13,23 +13,19 @@
 namespace railyard::validate {
 namespace {
 
-class ClockOffsetCheck final : public BasicCheck {
+class ClockOffsetCheck final : public CoordinatorCheck {
  public:
   ClockOffsetCheck()
-      : BasicCheck({.id = "node.clock_offset",
-                    .summary = "realtime clock offset against the coordinator (from the "
-                               "coordinator)",
-                    .category = Category::kNode,
-                    .cost = Cost::kQuick,
-                    .timeout = std::chrono::seconds(2),
-                    .unit = Unit::kDuration,
-                    .higher_is_better = false,
-                    .default_warn = "50ms",
-                    .default_fail = "500ms"}) {}
-
-  Outcome Run(const CheckContext&) const override {
-    return Outcome::Skipped("runs from the coordinator (railyard validate --hosts)");
-  }
+      : CoordinatorCheck({.id = "node.clock_offset",
+                          .summary = "realtime clock offset against the coordinator (from the "
+                                     "coordinator)",
+                          .category = Category::kNode,
+                          .cost = Cost::kQuick,
+                          .timeout = std::chrono::seconds(2),
+                          .unit = Unit::kDuration,
+                          .higher_is_better = false,
+                          .default_warn = "50ms",
+                          .default_fail = "500ms"}) {}
 };
 
 }  // namespace

@@ -11,24 +11,21 @@
 namespace railyard::validate {
 namespace {
 
-class LatencyCheck final : public BasicCheck {
+class LatencyCheck final : public CoordinatorCheck {
  public:
   LatencyCheck()
-      : BasicCheck({.id = "fabric.latency",
-                    .summary = "median TCP round trip to each schedule partner (from the "
-                               "coordinator)",
-                    .category = Category::kFabric,
-                    .cost = Cost::kQuick,
-                    .timeout = std::chrono::seconds(5),
-                    .unit = Unit::kDuration,
-                    .higher_is_better = false,
-                    .default_warn = "10ms",
-                    .default_fail = "100ms",
-                    .params = {{"samples", "5", "round trips per partner; the median counts"}}}) {}
-
-  Outcome Run(const CheckContext&) const override {
-    return Outcome::Skipped("runs from the coordinator (railyard validate --hosts)");
-  }
+      : CoordinatorCheck(
+            {.id = "fabric.latency",
+             .summary = "median TCP round trip to each schedule partner (from the "
+                        "coordinator)",
+             .category = Category::kFabric,
+             .cost = Cost::kQuick,
+             .timeout = std::chrono::seconds(5),
+             .unit = Unit::kDuration,
+             .higher_is_better = false,
+             .default_warn = "10ms",
+             .default_fail = "100ms",
+             .params = {{"samples", "5", "round trips per partner; the median counts"}}}) {}
 };
 
 }  // namespace

@@ -14,27 +14,24 @@
 namespace railyard::validate {
 namespace {
 
-class NcclTestsCheck final : public BasicCheck {
+class NcclTestsCheck final : public CoordinatorCheck {
  public:
   NcclTestsCheck()
-      : BasicCheck({.id = "collective.nccl_tests",
-                    .summary = "nccl-tests all_reduce_perf bus bandwidth, where installed",
-                    .category = Category::kCollective,
-                    .cost = Cost::kFull,
-                    .timeout = std::chrono::seconds(120),
-                    .unit = Unit::kRate,
-                    .default_warn = "80% of median",
-                    .default_fail = "50% of median",
-                    .params = {{"binary", "", "all_reduce_perf's path; empty: found on PATH"},
-                               {"args", "-b 8 -e 128M -f 2 -c 1",
-                                "its arguments (sizes 8 B to 128 MiB doubling, results checked)"},
-                               {"launcher", "",
-                                "command put before it for a multi-host run, e.g. "
-                                "'mpirun -np 16 --host ...'; empty: each host alone"}}}) {}
-
-  Outcome Run(const CheckContext&) const override {
-    return Outcome::Skipped("runs from the coordinator (railyard validate --hosts)");
-  }
+      : CoordinatorCheck(
+            {.id = "collective.nccl_tests",
+             .summary = "nccl-tests all_reduce_perf bus bandwidth, where installed",
+             .category = Category::kCollective,
+             .cost = Cost::kFull,
+             .timeout = std::chrono::seconds(120),
+             .unit = Unit::kRate,
+             .default_warn = "80% of median",
+             .default_fail = "50% of median",
+             .params = {{"binary", "", "all_reduce_perf's path; empty: found on PATH"},
+                        {"args", "-b 8 -e 128M -f 2 -c 1",
+                         "its arguments (sizes 8 B to 128 MiB doubling, results checked)"},
+                        {"launcher", "",
+                         "command put before it for a multi-host run, e.g. "
+                         "'mpirun -np 16 --host ...'; empty: each host alone"}}}) {}
 };
 
 }  // namespace

@@ -9,26 +9,23 @@
 namespace railyard::validate {
 namespace {
 
-class PairBandwidthCheck final : public BasicCheck {
+class PairBandwidthCheck final : public CoordinatorCheck {
  public:
   PairBandwidthCheck()
-      : BasicCheck({.id = "fabric.pair_bandwidth",
-                    .summary = "pairwise bandwidth in rounds, host/link/uplink attribution "
-                               "with re-tests (from the coordinator)",
-                    .category = Category::kFabric,
-                    .cost = Cost::kFull,
-                    .timeout = std::chrono::seconds(10),
-                    .unit = Unit::kRate,
-                    .higher_is_better = true,
-                    .default_fail = "80% of median",
-                    .params = {{"duration", "1s", "how long each direction of a pair streams"},
-                               {"all_pairs_max", "32",
-                                "largest host count tested all pairs; above, the topology "
-                                "schedule"}}}) {}
-
-  Outcome Run(const CheckContext&) const override {
-    return Outcome::Skipped("runs from the coordinator (railyard validate --hosts)");
-  }
+      : CoordinatorCheck(
+            {.id = "fabric.pair_bandwidth",
+             .summary = "pairwise bandwidth in rounds, host/link/uplink attribution "
+                        "with re-tests (from the coordinator)",
+             .category = Category::kFabric,
+             .cost = Cost::kFull,
+             .timeout = std::chrono::seconds(10),
+             .unit = Unit::kRate,
+             .higher_is_better = true,
+             .default_fail = "80% of median",
+             .params = {{"duration", "1s", "how long each direction of a pair streams"},
+                        {"all_pairs_max", "32",
+                         "largest host count tested all pairs; above, the topology "
+                         "schedule"}}}) {}
 };
 
 }  // namespace

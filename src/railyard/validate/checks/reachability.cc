@@ -8,19 +8,15 @@
 namespace railyard::validate {
 namespace {
 
-class ReachabilityCheck final : public BasicCheck {
+class ReachabilityCheck final : public CoordinatorCheck {
  public:
   ReachabilityCheck()
-      : BasicCheck({.id = "fabric.reachability",
-                    .summary = "every host connects to its schedule partners' probe ports, "
-                               "both ways (from the coordinator)",
-                    .category = Category::kFabric,
-                    .cost = Cost::kQuick,
-                    .timeout = std::chrono::seconds(5)}) {}
-
-  Outcome Run(const CheckContext&) const override {
-    return Outcome::Skipped("runs from the coordinator (railyard validate --hosts)");
-  }
+      : CoordinatorCheck({.id = "fabric.reachability",
+                          .summary = "every host connects to its schedule partners' probe ports, "
+                                     "both ways (from the coordinator)",
+                          .category = Category::kFabric,
+                          .cost = Cost::kQuick,
+                          .timeout = std::chrono::seconds(5)}) {}
 };
 
 }  // namespace

@@ -12,23 +12,20 @@
 namespace railyard::validate {
 namespace {
 
-class StorageMetadataCheck final : public BasicCheck {
+class StorageMetadataCheck final : public CoordinatorCheck {
  public:
   StorageMetadataCheck()
-      : BasicCheck({.id = "storage.metadata",
-                    .summary = "mdtest-easy: create, stat, unlink empty files per host",
-                    .category = Category::kStorage,
-                    .cost = Cost::kFull,
-                    .timeout = std::chrono::seconds(30),
-                    .needs = {.shared_dir = true},
-                    .unit = Unit::kCount,  // operations per second
-                    .default_warn = "70% of median",
-                    .default_fail = "50% of median",
-                    .params = {{"items", "1000", "files each host creates, stats and unlinks"}}}) {}
-
-  Outcome Run(const CheckContext&) const override {
-    return Outcome::Skipped("runs from the coordinator (railyard validate --hosts)");
-  }
+      : CoordinatorCheck(
+            {.id = "storage.metadata",
+             .summary = "mdtest-easy: create, stat, unlink empty files per host",
+             .category = Category::kStorage,
+             .cost = Cost::kFull,
+             .timeout = std::chrono::seconds(30),
+             .needs = {.shared_dir = true},
+             .unit = Unit::kCount,  // operations per second
+             .default_warn = "70% of median",
+             .default_fail = "50% of median",
+             .params = {{"items", "1000", "files each host creates, stats and unlinks"}}}) {}
 };
 
 }  // namespace

@@ -13,10 +13,10 @@
 namespace railyard::validate {
 namespace {
 
-class StorageThroughputCheck final : public BasicCheck {
+class StorageThroughputCheck final : public CoordinatorCheck {
  public:
   StorageThroughputCheck()
-      : BasicCheck(
+      : CoordinatorCheck(
             {.id = "storage.throughput",
              .summary = "IOR-easy: write own files with fsync, read a neighbour's back",
              .category = Category::kStorage,
@@ -31,10 +31,6 @@ class StorageThroughputCheck final : public BasicCheck {
                          "caches on a real file system"},
                         {"block", "1MiB", "bytes per write and read call (IOR -t)"},
                         {"files", "1", "files per host (IOR's file per process)"}}}) {}
-
-  Outcome Run(const CheckContext&) const override {
-    return Outcome::Skipped("runs from the coordinator (railyard validate --hosts)");
-  }
 };
 
 }  // namespace
