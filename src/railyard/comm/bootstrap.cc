@@ -1,7 +1,6 @@
 #include "railyard/comm/bootstrap.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdlib>
 
 #include "railyard/net/peer_directory.h"
@@ -9,19 +8,9 @@
 #include "railyard/net/store/file_store.h"
 #include "railyard/net/store/tcp_store_client.h"
 #include "railyard/net/store/tcp_store_server.h"
-#include "railyard/net/tcp/congestion.h"
 
 namespace railyard::comm {
 namespace {
-
-Result<int> ParseInt(const std::string& name, const std::string& text) {
-  int v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size()) {
-    return InvalidArgument("{}='{}' is not an integer", name, text);
-  }
-  return v;
-}
 
 // A started transport of `backend` for `rank` of `size` ranks meeting under `key_prefix`.
 Result<std::unique_ptr<net::Transport>> StartTransport(const BootstrapConfig& config,
@@ -109,86 +98,39 @@ Status BuildHierarchy(const BootstrapConfig& config, const std::vector<net::Peer
 
 }  // namespace
 
-namespace {
-
-// `name` from `env` where given, else from the process environment; "" when unset.
-std::string Get(const std::map<std::string, std::string>* env, const char* name) {
-  if (env != nullptr) {
-    auto it = env->find(name);
-    return it == env->end() ? "" : it->second;
-  }
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
-}  // namespace
-
 Result<TransportEnvironment> ReadTransportEnvironment(
     const std::map<std::string, std::string>* env) {
-  TransportEnvironment te;
-  te.transport = Get(env, "RAILYARD_TRANSPORT");
-  te.socket_ifname = Get(env, "RAILYARD_SOCKET_IFNAME");
-  te.ofi_provider = Get(env, "RAILYARD_OFI_PROVIDER");
-  te.ofi_domain = Get(env, "RAILYARD_OFI_DOMAIN");
-  te.tcp_congestion = Get(env, "RAILYARD_TCP_CC");
-  if (!te.tcp_congestion.empty()) {
-    auto cc = net::CongestionControl::Parse(te.tcp_congestion);
-    if (!cc.ok()) return cc.status().WithContext("RAILYARD_TCP_CC");
-  }
-  return te;
+  return TransportEnvironment::FromEnv(env != nullptr ? MapEnv(*env) : ProcessEnv());
 }
 
-Result<BootstrapConfig> BootstrapConfigFromEnvironment(
-    const std::map<std::string, std::string>* env) {
-  auto get = [&](const char* name) { return Get(env, name); };
+Result<BootstrapConfig> BootstrapConfigFrom(const RankEnvironment& env) {
   BootstrapConfig c;
-  std::string rank_var = get("RAILYARD_RANK").empty() ? "RANK" : "RAILYARD_RANK";
-  std::string size_var = get("RAILYARD_WORLD_SIZE").empty() ? "WORLD_SIZE" : "RAILYARD_WORLD_SIZE";
-  if (get(rank_var.c_str()).empty() || get(size_var.c_str()).empty()) {
-    return InvalidArgument(
-        "RAILYARD_RANK and RAILYARD_WORLD_SIZE (or RANK and WORLD_SIZE) must "
-        "be set: this process does not know its place in the job");
-  }
-  RY_ASSIGN_OR_RETURN(c.rank, ParseInt(rank_var, get(rank_var.c_str())));
-  RY_ASSIGN_OR_RETURN(c.world_size, ParseInt(size_var, get(size_var.c_str())));
-  if (c.world_size < 1 || c.rank < 0 || c.rank >= c.world_size) {
-    return InvalidArgument("{}={} is outside {}={}", rank_var, c.rank, size_var, c.world_size);
-  }
-  c.store_address = get("RAILYARD_STORE");
-  c.store_dir = get("RAILYARD_STORE_DIR");
-  if (c.store_address.empty() && c.store_dir.empty() && !get("MASTER_ADDR").empty()) {
-    if (get("MASTER_PORT").empty())
-      return InvalidArgument("MASTER_ADDR is set but MASTER_PORT is not");
-    c.store_address = get("MASTER_ADDR") + ":" + get("MASTER_PORT");
-  }
-  if (c.store_address.empty() && c.store_dir.empty()) {
-    return InvalidArgument(
-        "no rendezvous store: set RAILYARD_STORE=host:port, "
-        "RAILYARD_STORE_DIR=/shared/dir, or MASTER_ADDR and MASTER_PORT");
-  }
-  c.secret = get("RAILYARD_JOB_SECRET");
-  if (c.secret.empty()) {
-    return InvalidArgument(
-        "RAILYARD_JOB_SECRET is not set: the launcher must generate one per "
-        "job (e.g. `openssl rand -hex 16`) and pass it to every rank");
-  }
-  RY_ASSIGN_OR_RETURN(TransportEnvironment te, ReadTransportEnvironment(env));
+  c.rank = env.rank;
+  c.world_size = env.world_size;
+  c.store_address = env.StoreAddress();
+  c.store_dir = env.store_dir;
+  c.secret = env.job_secret;
+  const TransportEnvironment& te = env.transport;
   if (!te.transport.empty()) c.transport = te.transport;
   c.socket_ifname = te.socket_ifname;
   if (!te.ofi_provider.empty()) c.ofi_provider = te.ofi_provider;
   c.ofi_domain = te.ofi_domain;
   if (!te.tcp_congestion.empty()) c.tcp.congestion = te.tcp_congestion;
-  if (auto j = get("RAILYARD_JOB_ID"); !j.empty()) c.job_id = j;
-  c.serve_store = get("RAILYARD_STORE_SERVE") == "1" && c.rank == 0;
-  c.host = get("RAILYARD_HOST");
+  if (!env.job_id.empty()) c.job_id = env.job_id;
+  c.serve_store = env.serve_store;
+  c.host = env.host;
   // On a virtual host (`vcluster exec`, `bench comm --vcluster`) the namespace shares the
   // machine's host name: report the virtual host's, so errors name node2, not the machine.
-  const std::string vhost = get("RAILYARD_VHOST");
-  c.virtual_host = !vhost.empty();
-  if (c.host.empty()) c.host = vhost;
-  if (c.serve_store && c.store_address.empty()) {
-    return InvalidArgument("RAILYARD_STORE_SERVE=1 needs RAILYARD_STORE=ip:port to listen on");
-  }
+  c.virtual_host = !env.virtual_host.empty();
+  if (c.host.empty()) c.host = env.virtual_host;
+  return c;
+}
+
+Result<BootstrapConfig> BootstrapConfigFromEnvironment(
+    const std::map<std::string, std::string>* env) {
+  RY_ASSIGN_OR_RETURN(RankEnvironment re,
+                      RankEnvironment::FromEnv(env != nullptr ? MapEnv(*env) : ProcessEnv()));
+  RY_ASSIGN_OR_RETURN(BootstrapConfig c, BootstrapConfigFrom(re));
   if (env == nullptr) {
     RY_ASSIGN_OR_RETURN(c.comm, CommOptions::FromEnvironment());
   }

@@ -1,5 +1,5 @@
 // Building a Communicator from the environment a launcher (railyard, torchrun, srun, an
-// Indexed Job) gives each rank.
+// Indexed Job) gives each rank; the variables are read by RankEnvironment (comm/rank_env.h).
 //
 //   RAILYARD_RANK / RANK, RAILYARD_WORLD_SIZE / WORLD_SIZE      who and how many (required)
 //   RAILYARD_STORE=host:port (TcpStore) or RAILYARD_STORE_DIR=/shared/dir (FileStore);
@@ -31,6 +31,7 @@
 #include "railyard/base/clock.h"
 #include "railyard/base/status.h"
 #include "railyard/comm/communicator.h"
+#include "railyard/comm/rank_env.h"
 #include "railyard/net/store.h"
 #include "railyard/net/store/tcp_store_server.h"
 #include "railyard/net/tcp/tcp_transport.h"
@@ -58,23 +59,19 @@ struct BootstrapConfig {
 };
 
 // The transport settings of the variables above (RAILYARD_TRANSPORT, _SOCKET_IFNAME,
-// _OFI_PROVIDER, _OFI_DOMAIN, _TCP_CC), read in this one place: for a rank by
-// BootstrapConfigFromEnvironment, and by a launcher (`railyard bench comm`) that checks them
-// once before it starts ranks. Empty: not set. INVALID_ARGUMENT for a RAILYARD_TCP_CC that is
-// not "auto", "system" or an algorithm name.
-struct TransportEnvironment {
-  std::string transport;
-  std::string socket_ifname;
-  std::string ofi_provider;
-  std::string ofi_domain;
-  std::string tcp_congestion;
-};
+// _OFI_PROVIDER, _OFI_DOMAIN, _TCP_CC), read by TransportEnvironment::FromEnv
+// (comm/rank_env.h): for a rank as part of its RankEnvironment, and here for a launcher
+// (`railyard bench comm`) that checks them once before it starts ranks. Empty: not set.
+// INVALID_ARGUMENT for a RAILYARD_TCP_CC that is not "auto", "system" or an algorithm name.
 Result<TransportEnvironment> ReadTransportEnvironment(
     const std::map<std::string, std::string>* env = nullptr);
 
-// Reads the variables above through `getenv` (tests pass their own map).
+// Reads the variables above through `getenv` (tests pass their own map), with
+// RankEnvironment::FromEnv, and turns them into a configuration.
 Result<BootstrapConfig> BootstrapConfigFromEnvironment(
     const std::map<std::string, std::string>* env = nullptr);
+// The same from an environment already read.
+Result<BootstrapConfig> BootstrapConfigFrom(const RankEnvironment& env);
 
 struct Bootstrapped {
   std::unique_ptr<net::TcpStoreServer> store_server;  // rank 0 with serve_store
