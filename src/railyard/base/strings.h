@@ -1,5 +1,5 @@
-// Small string helpers shared by every parser: whitespace stripping, "source:line" text and
-// "host:port" splitting.
+// Small string helpers shared by every parser and writer: whitespace stripping, "source:line"
+// text, "host:port" splitting and XML escaping.
 //
 // Modelled on Abseil's absl/strings/ascii.h: the strip functions take and return views into
 // the caller's string (nothing is copied, so the result lives only as long as the input).
@@ -44,5 +44,10 @@ std::string Where(std::string_view source, int line);
 // and is not looked up; the port is a decimal from 0 to 65535 (callers that connect reject
 // 0 themselves). INVALID_ARGUMENT quoting `text` otherwise; outputs untouched on error.
 Status SplitHostPort(std::string_view text, std::string* host, uint16_t* port);
+
+// `text` with &, <, >, " and ' as entities, and control characters other than tab, newline
+// and carriage return (which XML 1.0 forbids even as entities) as '?'. For attribute values
+// and element text alike (JUnit and HTML reports, NCCL's topology file).
+std::string XmlEscape(std::string_view text);
 
 }  // namespace railyard::base

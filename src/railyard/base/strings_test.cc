@@ -83,5 +83,19 @@ TEST(StringsTest, SplitHostPortRejectsWithTheText) {
   EXPECT_EQ(port, 7);
 }
 
+TEST(StringsTest, XmlEscapeTheFiveSpecialCharacters) {
+  EXPECT_EQ(XmlEscape(R"(a&b<c>d"e'f)"), "a&amp;b&lt;c&gt;d&quot;e&apos;f");
+  EXPECT_EQ(XmlEscape("&amp;"), "&amp;amp;");  // already escaped text is escaped again
+  EXPECT_EQ(XmlEscape("plain 1.0 GT/s"), "plain 1.0 GT/s");
+  EXPECT_EQ(XmlEscape(""), "");
+}
+
+TEST(StringsTest, XmlEscapeReplacesControlCharactersButTabNewlineReturn) {
+  constexpr std::string_view kControls("a\1b\37c\0d", 7);  // \1, \37 (0x1f), NUL
+  EXPECT_EQ(XmlEscape(kControls), "a?b?c?d");
+  EXPECT_EQ(XmlEscape("a\tb\nc\rd"), "a\tb\nc\rd");
+  EXPECT_EQ(XmlEscape("\x7f \xc3\xa9"), "\x7f \xc3\xa9");  // DEL and UTF-8 bytes are kept
+}
+
 }  // namespace
 }  // namespace railyard::base

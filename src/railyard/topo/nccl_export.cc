@@ -15,6 +15,8 @@
 #include <optional>
 #include <set>
 
+#include "railyard/base/strings.h"
+
 namespace railyard::topo {
 
 namespace {
@@ -30,32 +32,6 @@ constexpr std::array<const char*, 11> kNcclLinkSpeeds = {
     "16.0 GT/s PCIe", "32.0 GT/s PCIe", "64.0 GT/s PCIe"};
 
 constexpr const char* kBridgeClass = "0x060400";
-
-std::string XmlEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 bool IsHex(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -226,7 +202,8 @@ void NumberBridges(PciNode& n, const std::set<std::string>& taken, int* k) {
 void WritePci(const PciNode& n, const NcclExportOptions& o, int indent, std::string* out) {
   out->append(indent, ' ');
   *out += fmt::format("<pci busid=\"{}\" class=\"{}\" link_speed=\"{}\" link_width=\"{}\"",
-                      XmlEscape(n.bus), n.cls, XmlEscape(o.pcie_link_speed), o.pcie_link_width);
+                      base::XmlEscape(n.bus), n.cls, base::XmlEscape(o.pcie_link_speed),
+                      o.pcie_link_width);
   if (n.children.empty()) {
     *out += "/>\n";
     return;
@@ -445,8 +422,9 @@ Result<std::string> NcclTopologyXml(const Node& node, const NcclExportOptions& o
   bool write_affinity = max_cpu >= 0 && static_cast<size_t>(groups) * 9 - 1 <= kMaxNcclAttr;
   std::string cpu_id = fmt::format(" arch=\"{}\"", options.cpu.arch);
   if (options.cpu.arch == "x86_64") {
-    cpu_id += fmt::format(" vendor=\"{}\" familyid=\"{}\" modelid=\"{}\"",
-                          XmlEscape(options.cpu.vendor), options.cpu.family, options.cpu.model);
+    cpu_id +=
+        fmt::format(" vendor=\"{}\" familyid=\"{}\" modelid=\"{}\"",
+                    base::XmlEscape(options.cpu.vendor), options.cpu.family, options.cpu.model);
   }
 
   std::string out = "<system version=\"1\">\n";

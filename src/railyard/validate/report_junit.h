@@ -17,14 +17,14 @@
 #include <string>
 #include <string_view>
 
+#include "railyard/base/strings.h"
 #include "railyard/validate/report.h"
 
 namespace railyard::validate {
 
 std::string ReportToJUnit(const RunReport& report);
 
-// `text` with &, <, >, " and ' as entities, and control characters other than tab, newline
-// and carriage return (which XML 1.0 forbids) as '?'. Also used by the HTML report.
-std::string XmlEscape(std::string_view text);
+// base::XmlEscape (strings.h), which the JUnit and HTML reports escape their text with.
+using base::XmlEscape;
 
 }  // namespace railyard::validate
