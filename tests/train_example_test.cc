@@ -1,0 +1,215 @@
+// examples/train: the MLP's gradient against finite differences, and the trainer across real
+// rank processes: a run with a rank SIGKILLed mid-way and restarted from its checkpoint ends
+// with the same weights, byte for byte, as an uninterrupted run.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "examples/train/mlp.h"
+#include "railyard/base/hmac.h"
+#include "railyard/base/subprocess.h"
+#include "railyard/base/temp_dir_testing.h"
+
+namespace railyard::train_example {
+namespace {
+
+// ---- The math ----
+
+TEST(MlpTest, GradientMatchesFiniteDifferences) {
+  const Mlp mlp({.inputs = 3, .hidden = 4});
+  std::vector<float> params(mlp.num_params());
+  mlp.Init(7, params.data());
+  Rng rng(99);
+  // Non-zero biases, so their gradients are exercised away from the initial point.
+  for (size_t i = mlp.b1_offset(); i < mlp.w2_offset(); ++i) params[i] = 0.3f * rng.Uniform();
+  params[mlp.b2_offset()] = 0.1f;
+  const size_t n = 5;
+  std::vector<float> xs(n * 3), ys(n);
+  for (float& x : xs) x = rng.Uniform();
+  for (float& y : ys) y = rng.Uniform();
+  std::vector<float> grad(mlp.num_params());
+  mlp.BatchGradient(params.data(), xs.data(), ys.data(), n, grad.data());
+
+  // Central differences of the batch loss, in double from the float forward pass.
+  auto loss_at = [&](const std::vector<float>& p) {
+    std::vector<float> hidden(4);
+    double sum = 0;
+    for (size_t s = 0; s < n; ++s) {
+      double e = mlp.Forward(p.data(), xs.data() + s * 3, hidden.data()) - ys[s];
+      sum += 0.5 * e * e;
+    }
+    return sum / n;
+  };
+  const float h = 1e-2f;
+  for (size_t i = 0; i < mlp.num_params(); ++i) {
+    std::vector<float> plus = params, minus = params;
+    plus[i] += h;
+    minus[i] -= h;
+    const double numeric = (loss_at(plus) - loss_at(minus)) / (double(plus[i]) - minus[i]);
+    EXPECT_NEAR(grad[i], numeric, 2e-3 + 2e-2 * std::fabs(numeric)) << "parameter " << i;
+  }
+}
+
+TEST(MlpTest, BatchGradientReturnsTheMeanLossAndIsRepeatable) {
+  const Mlp mlp({.inputs = 8, .hidden = 16});
+  std::vector<float> params(mlp.num_params());
+  mlp.Init(1, params.data());
+  Rng rng(5);
+  std::vector<float> xs(4 * 8), ys(4);
+  for (float& x : xs) x = rng.Uniform();
+  for (float& y : ys) y = rng.Uniform();
+  std::vector<float> g1(mlp.num_params()), g2(mlp.num_params()), hidden(16);
+  const float loss = mlp.BatchGradient(params.data(), xs.data(), ys.data(), 4, g1.data());
+  EXPECT_EQ(mlp.BatchGradient(params.data(), xs.data(), ys.data(), 4, g2.data()), loss);
+  EXPECT_EQ(g1, g2);  // bit for bit
+  double want = 0;
+  for (int s = 0; s < 4; ++s) {
+    double e = mlp.Forward(params.data(), xs.data() + s * 8, hidden.data()) - ys[s];
+    want += 0.5 * e * e / 4;
+  }
+  EXPECT_NEAR(loss, want, 1e-6);
+}
+
+TEST(MlpTest, SgdStepWithMomentum) {
+  std::vector<float> grad = {1.0f, -2.0f}, velocity = {0.5f, 0.0f}, params = {1.0f, 1.0f};
+  SgdStep({.lr = 0.1f, .momentum = 0.9f}, 2, grad.data(), velocity.data(), params.data());
+  EXPECT_FLOAT_EQ(velocity[0], 0.9f * 0.5f + 1.0f);
+  EXPECT_FLOAT_EQ(velocity[1], -2.0f);
+  EXPECT_FLOAT_EQ(params[0], 1.0f - 0.1f * 1.45f);
+  EXPECT_FLOAT_EQ(params[1], 1.0f + 0.2f);
+}
+
+TEST(MlpTest, TrainingLowersTheLossOnTheTeacherTask) {
+  const Mlp mlp({.inputs = 8, .hidden = 16});
+  const Teacher teacher(8, 3);
+  std::vector<float> params(mlp.num_params()), velocity(mlp.num_params()), grad(mlp.num_params());
+  mlp.Init(3, params.data());
+  Rng rng(11);
+  std::vector<float> xs(32 * 8), ys(32);
+  std::string bytes(8, '\0');
+  for (int s = 0; s < 32; ++s) {
+    for (char& b : bytes) b = static_cast<char>(rng.Next());
+    ys[s] = teacher.Decode(bytes, xs.data() + s * 8);
+  }
+  const float first = mlp.BatchGradient(params.data(), xs.data(), ys.data(), 32, grad.data());
+  float last = first;
+  for (int step = 0; step < 200; ++step) {
+    last = mlp.BatchGradient(params.data(), xs.data(), ys.data(), 32, grad.data());
+    SgdStep({.lr = 0.05f, .momentum = 0.9f}, mlp.num_params(), grad.data(), velocity.data(),
+            params.data());
+  }
+  EXPECT_LT(last, first * 0.5f) << "first " << first << " last " << last;
+}
+
+// ---- Ranks as processes ----
+
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) return -1;
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class TrainExampleTest : public ::testing::Test {
+ protected:
+  // Starts `world` ranks the way `railyard bench comm` does (rank 0 serves a TcpStore on a
+  // free loopback port, a fresh secret), waits for all, and returns how each ended.
+  std::vector<base::ExitInfo> RunGang(int world, const std::vector<std::string>& args,
+                                      int restart_count) {
+    const int port = FreePort();
+    const std::string secret = base::ToHex(base::RandomBytes(16));
+    std::vector<base::Child> children;
+    for (int r = 0; r < world; ++r) {
+      base::SpawnOptions s;
+      s.argv = {RAILYARD_TRAIN_BINARY};
+      s.argv.insert(s.argv.end(), args.begin(), args.end());
+      s.env = {{"RAILYARD_RANK", std::to_string(r)},
+               {"RAILYARD_WORLD_SIZE", std::to_string(world)},
+               {"RAILYARD_STORE", "127.0.0.1:" + std::to_string(port)},
+               {"RAILYARD_JOB_SECRET", secret},
+               {"RAILYARD_JOB_ID", "train-test"},
+               {"RAILYARD_TRANSPORT", "tcp"},
+               {"RAILYARD_SOCKET_IFNAME", "=lo"},
+               {"RAILYARD_COMM_TIMEOUT", "20s"},
+               {"RAILYARD_RESTART_COUNT", std::to_string(restart_count)}};
+      if (r == 0) s.env.push_back({"RAILYARD_STORE_SERVE", "1"});
+      auto child = base::Child::Spawn(s);
+      EXPECT_TRUE(child.ok()) << child.status().ToString();
+      if (!child.ok()) return {};
+      children.push_back(std::move(*child));
+    }
+    std::vector<base::ExitInfo> exits;
+    for (auto& c : children) {
+      auto e = c.Wait(base::Deadline::After(std::chrono::seconds(90)));
+      EXPECT_TRUE(e.ok()) << e.status().ToString();
+      exits.push_back(e.ok() ? *e : c.KillAndReap());
+    }
+    return exits;
+  }
+
+  std::vector<std::string> Args(const std::string& ckpt, const std::string& out) {
+    return {
+        "--steps",    "40", "--ckpt-every", "10", "--batch", "8", "--data", tmp_.path() + "/data",
+        "--ckpt-dir", ckpt, "--out",        out,  "--seed",  "42"};
+  }
+
+  base::ScopedTempDir tmp_{"train-example"};
+};
+
+TEST_F(TrainExampleTest, KilledRankResumesBitIdentically) {
+  ASSERT_FALSE(tmp_.path().empty());
+  // A: uninterrupted.
+  const std::string out_a = tmp_.path() + "/a.bin";
+  auto a = RunGang(2, Args(tmp_.path() + "/ckpt-a", out_a), 0);
+  ASSERT_EQ(a.size(), 2u);
+  for (const auto& e : a) ASSERT_TRUE(e.Succeeded()) << e.stdout_text << e.stderr_text;
+  EXPECT_NE(a[0].stdout_text.find("starting at step 0"), std::string::npos) << a[0].stdout_text;
+  EXPECT_NE(a[0].stdout_text.find("final weights xxh3"), std::string::npos) << a[0].stdout_text;
+
+  // B: rank 1 dies before step 25 on the first attempt; the gang is restarted.
+  const std::string ckpt_b = tmp_.path() + "/ckpt-b", out_b = tmp_.path() + "/b.bin";
+  std::vector<std::string> args = Args(ckpt_b, out_b);
+  args.insert(args.end(), {"--fail-at-step-for-test", "25", "--fail-rank-for-test", "1"});
+  auto first = RunGang(2, args, 0);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[1].signal, SIGKILL) << first[1].stdout_text << first[1].stderr_text;
+  EXPECT_FALSE(first[0].Succeeded()) << first[0].stdout_text;
+  // Rank 0 names the rank that died.
+  EXPECT_NE(first[0].stderr_text.find("rank 1"), std::string::npos) << first[0].stderr_text;
+
+  auto second = RunGang(2, args, 1);
+  ASSERT_EQ(second.size(), 2u);
+  for (const auto& e : second) ASSERT_TRUE(e.Succeeded()) << e.stdout_text << e.stderr_text;
+  for (const auto& e : second) {
+    EXPECT_NE(e.stdout_text.find("resumed from step 20"), std::string::npos) << e.stdout_text;
+  }
+
+  const std::string wa = ReadAll(out_a), wb = ReadAll(out_b);
+  ASSERT_FALSE(wa.empty());
+  EXPECT_EQ(wa.size() % sizeof(float), 0u);
+  EXPECT_TRUE(wa == wb) << "the resumed run's final weights differ from the uninterrupted run's";
+  EXPECT_EQ(ReadAll(out_a + ".xxh3").substr(0, 16), ReadAll(out_b + ".xxh3").substr(0, 16));
+}
+
+}  // namespace
+}  // namespace railyard::train_example
