@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 
@@ -56,16 +57,6 @@ void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONB
   ::_exit(127);
 }
 
-std::string NeedsQuote(const std::string& w) {
-  if (w.empty()) return "''";
-  for (char c : w) {
-    if (!(isalnum(static_cast<unsigned char>(c)) || strchr("-_./=:,@%+", c))) {
-      return "'" + w + "'";
-    }
-  }
-  return w;
-}
-
 void AppendCapped(std::string* buf, const char* data, size_t n, size_t cap, bool* truncated) {
   if (buf->size() >= cap) {
     *truncated = true;
@@ -85,11 +76,29 @@ std::string FirstLine(const std::string& s) {
 
 }  // namespace
 
+std::string ShellQuote(std::string_view s) {
+  bool plain = !s.empty();
+  for (char c : s) {
+    plain = plain && (std::isalnum(static_cast<unsigned char>(c)) ||
+                      std::string_view("-_.:/=@+%,").find(c) != std::string_view::npos);
+  }
+  if (plain) return std::string(s);
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";  // close the quote, an escaped ', reopen
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
 std::string CommandLine(const std::vector<std::string>& argv) {
   std::string out;
   for (const auto& a : argv) {
     if (!out.empty()) out += ' ';
-    out += NeedsQuote(a);
+    out += ShellQuote(a);
   }
   return out;
 }

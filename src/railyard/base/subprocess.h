@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -124,7 +125,12 @@ Result<ExitInfo> RunCommand(const SpawnOptions& options, Deadline deadline);
 // Like RunCommand, but a non-zero exit becomes an error whose message is Describe().
 Result<ExitInfo> RunChecked(const SpawnOptions& options, Deadline deadline);
 
-// Joins argv with spaces, quoting words that need it, for messages.
+// `s` as one word for a POSIX shell: unchanged when it is non-empty and has only letters,
+// digits and -_.:/=@+%, ; else single-quoted, a ' inside becoming '\'' ("a'b" -> 'a'\''b',
+// "" -> ''). For command lines handed to sh, ssh or kubectl, and for messages.
+std::string ShellQuote(std::string_view s);
+
+// Joins argv with spaces, each word ShellQuote'd: a line sh runs as the same argv.
 std::string CommandLine(const std::vector<std::string>& argv);
 
 // Finds `name` in PATH; empty when absent. Names containing '/' are returned as they are.

@@ -143,5 +143,28 @@ TEST(SubprocessTest, CommandLineQuotes) {
   EXPECT_EQ(CommandLine({"ip", "link", "add", "a b", ""}), "ip link add 'a b' ''");
 }
 
+TEST(SubprocessTest, ShellQuoteLeavesPlainWordsAndSingleQuotesTheRest) {
+  EXPECT_EQ(ShellQuote("node-1.rack_2:8080/x=y@z+%,"), "node-1.rack_2:8080/x=y@z+%,");
+  EXPECT_EQ(ShellQuote(""), "''");
+  EXPECT_EQ(ShellQuote("a b"), "'a b'");
+  EXPECT_EQ(ShellQuote("a'b"), R"('a'\''b')");
+  EXPECT_EQ(ShellQuote("$HOME"), "'$HOME'");
+  EXPECT_EQ(CommandLine({"echo", "it's"}), R"(echo 'it'\''s')");
+}
+
+TEST(SubprocessTest, ShellQuotedWordsReachTheCommandUnchangedThroughSh) {
+  const std::vector<std::string> words = {
+      "plain",    "", "a b", "it's", "''", "'", "$HOME `id` $(id) \\ \"x\" ; | & * ? ~ # !",
+      "tab\tnl\n"};
+  std::vector<std::string> argv = {"printf", "[%s]"};
+  argv.insert(argv.end(), words.begin(), words.end());
+  auto r = RunCommand({.argv = {"sh", "-c", CommandLine(argv)}}, Deadline::After(10s));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->Succeeded()) << r->Describe();
+  std::string want;
+  for (const std::string& w : words) want += "[" + w + "]";
+  EXPECT_EQ(r->stdout_text, want);
+}
+
 }  // namespace
 }  // namespace railyard::base

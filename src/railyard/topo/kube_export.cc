@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "railyard/base/checksum.h"
+#include "railyard/base/subprocess.h"
 #include "railyard/topo/internal/yaml_quote.h"
 
 namespace railyard::topo {
@@ -38,26 +39,6 @@ std::string TrimNonAlnumFront(std::string s) {
   size_t start = 0;
   while (start < s.size() && !IsAlnum(s[start])) ++start;
   return s.substr(start);
-}
-
-// Plain words go to the shell as they are; anything else is single-quoted.
-std::string ShellQuote(std::string_view s) {
-  bool plain = !s.empty();
-  for (char c : s) {
-    if (!(IsAlnum(c) || std::string_view("-_.:/=@+%,").find(c) != std::string_view::npos)) {
-      plain = false;
-    }
-  }
-  if (plain) return std::string(s);
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
 }
 
 // A DNS-1123 subdomain, as Kubernetes object names must be.
@@ -124,7 +105,7 @@ std::vector<std::pair<std::string, std::string>> NodeLabels(const Cluster& clust
 std::string KubectlLabelCommands(const Cluster& cluster) {
   std::string out;
   for (int n = 0; n < static_cast<int>(cluster.nodes.size()); ++n) {
-    out += "kubectl label node " + ShellQuote(cluster.nodes[n].name);
+    out += "kubectl label node " + base::ShellQuote(cluster.nodes[n].name);
     for (const auto& [key, value] : NodeLabels(cluster, n)) {
       out += fmt::format(" {}={}", key, value);
     }

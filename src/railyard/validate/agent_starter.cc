@@ -50,18 +50,6 @@ std::vector<std::string> AgentCommand(const std::string& railyard, const AgentIn
           "--run",  inv.run_id, "--host", inv.host,        "--secret-stdin"};
 }
 
-std::string ShellQuote(std::string_view s) {
-  bool plain = !s.empty();
-  for (char c : s) {
-    plain = plain && (std::isalnum(static_cast<unsigned char>(c)) ||
-                      std::string_view("-_.:/=@+%,").find(c) != std::string_view::npos);
-  }
-  if (plain) return std::string(s);
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 std::string_view BuiltinAgentTemplate(std::string_view name) {
   for (const auto& [n, t] : kBuiltins) {
     if (n == name) return t;

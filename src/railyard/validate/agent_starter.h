@@ -46,9 +46,8 @@ namespace railyard::validate {
 // `railyard` (the binary to run) validate agent --coordinator ... --secret-stdin.
 std::vector<std::string> AgentCommand(const std::string& railyard, const AgentInvocation& inv);
 
-// `s` as one word for sh: unchanged when it has only letters, digits and -_.:/=@+%, else
-// single-quoted (a ' inside becomes '\'').
-std::string ShellQuote(std::string_view s);
+// base::ShellQuote (subprocess.h), which the agent templates and remediation quote with.
+using base::ShellQuote;
 
 // The template of a built-in name ("ssh", "srun", "kubectl"); empty for any other name.
 std::string_view BuiltinAgentTemplate(std::string_view name);
