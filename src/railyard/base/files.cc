@@ -1,6 +1,7 @@
 #include "railyard/base/files.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -53,6 +54,16 @@ std::optional<std::string> ReadTrimmedFile(const std::string& path) {
   Result<std::string> text = ReadFile(path);
   if (!text.ok()) return std::nullopt;
   return std::string(StripAsciiWhitespace(*text));
+}
+
+Status WaitFd(int fd, short events, Deadline deadline, std::string_view what) {
+  for (;;) {
+    pollfd p{fd, events, 0};
+    int r = ::poll(&p, 1, deadline.PollTimeoutMs());
+    if (r > 0) return Status::Ok();
+    if (r == 0) return DeadlineExceeded("{}: no progress before the deadline", what);
+    if (errno != EINTR) return ErrnoStatus(errno, what);
+  }
 }
 
 Status WriteAll(int fd, std::string_view data, std::string_view what) {

@@ -56,6 +56,12 @@ Result<std::string> ReadFile(const std::string& path);
 // cannot be read (missing, or sysfs answering EINVAL, e.g. the speed of a link that is down).
 std::optional<std::string> ReadTrimmedFile(const std::string& path);
 
+// Waits until fd is ready for `events` (POLLIN, POLLOUT; poll.h) or reports an error or hang-up
+// (the next read or write then says which), retrying EINTR. DEADLINE_EXCEEDED "<what>: no
+// progress before the deadline" when the deadline passes first; the errno status of poll
+// otherwise.
+Status WaitFd(int fd, short events, Deadline deadline, std::string_view what);
+
 // Writes all of `data` to fd, retrying short writes and EINTR.
 Status WriteAll(int fd, std::string_view data, std::string_view what);
 

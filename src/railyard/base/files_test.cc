@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -146,6 +147,32 @@ TEST(UniqueFdTest, ClosesOnDestructionAndMove) {
     EXPECT_TRUE(b.valid());
   }
   EXPECT_EQ(::fcntl(fds[0], F_GETFD), -1);  // closed
+}
+
+TEST(WaitFdTest, ReadyAtOnceWhenDataIsWaiting) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  UniqueFd r(fds[0]), w(fds[1]);
+  ASSERT_EQ(::write(w.get(), "x", 1), 1);
+  EXPECT_TRUE(WaitFd(r.get(), POLLIN, Deadline::After(std::chrono::seconds(10)), "pipe").ok());
+  EXPECT_TRUE(WaitFd(w.get(), POLLOUT, Deadline::After(std::chrono::seconds(10)), "pipe").ok());
+}
+
+TEST(WaitFdTest, HangUpWakesAReader) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  UniqueFd r(fds[0]);
+  ::close(fds[1]);
+  EXPECT_TRUE(WaitFd(r.get(), POLLIN, Deadline::After(std::chrono::seconds(10)), "pipe").ok());
+}
+
+TEST(WaitFdTest, NothingToReadIsDeadlineExceededNamingWhat) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  UniqueFd r(fds[0]), w(fds[1]);
+  Status s = WaitFd(r.get(), POLLIN, Deadline::After(std::chrono::milliseconds(0)), "probe pipe");
+  ASSERT_EQ(s.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(s.message().find("probe pipe"), std::string::npos) << s.message();
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ namespace {
 
 using base::Clock;
 using base::Deadline;
+using base::WaitFd;
 
 // ---- the real probes ----
 
@@ -112,16 +113,6 @@ Status SystemAgentProbes::Storage(const Task& task, Deadline deadline, TaskResul
     }
     default:
       return InvalidArgument("not a storage task: {}", TaskKindName(task.kind));
-  }
-}
-
-Status WaitFd(int fd, short events, Deadline deadline, std::string_view what) {
-  for (;;) {
-    pollfd p{fd, events, 0};
-    int r = ::poll(&p, 1, deadline.PollTimeoutMs());
-    if (r > 0) return Status::Ok();
-    if (r == 0) return DeadlineExceeded("{}: no answer before the deadline", what);
-    if (errno != EINTR) return ErrnoStatus(errno, what);
   }
 }
 

@@ -22,6 +22,7 @@ namespace {
 using base::Clock;
 using base::Deadline;
 using base::UniqueFd;
+using base::WaitFd;
 
 constexpr size_t kChunk = 1 << 20;
 
@@ -33,17 +34,6 @@ Result<sockaddr_in> MakeAddr(const std::string& address, uint16_t port) {
     return InvalidArgument("'{}' is not an IPv4 address", address);
   }
   return sa;
-}
-
-// Waits for `events` on fd until the deadline. DEADLINE_EXCEEDED names `what`.
-Status WaitFor(int fd, short events, Deadline deadline, std::string_view what) {
-  for (;;) {
-    pollfd p{fd, events, 0};
-    int r = ::poll(&p, 1, deadline.PollTimeoutMs());
-    if (r > 0) return Status::Ok();
-    if (r == 0) return DeadlineExceeded("{}: no progress before the deadline", what);
-    if (errno != EINTR) return ErrnoStatus(errno, what);
-  }
 }
 
 void PutU64(unsigned char* p, uint64_t v) {
@@ -60,7 +50,7 @@ void ServeConnection(UniqueFd fd, Deadline deadline) {
   uint64_t bytes = 0;
   Clock::time_point first{}, last{};
   for (;;) {
-    if (!WaitFor(fd.get(), POLLIN, deadline, "sink read").ok()) return;
+    if (!WaitFd(fd.get(), POLLIN, deadline, "sink read").ok()) return;
     ssize_t n = ::recv(fd.get(), buf.data(), buf.size(), 0);
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
@@ -97,7 +87,7 @@ Status RunSink(const SinkOptions& options, const std::function<void(std::string)
   const Deadline end = Deadline::After(options.lifetime);
   std::vector<std::thread> workers;
   for (int served = 0; served < options.max_connections;) {
-    Status ready = WaitFor(listener.get(), POLLIN, end, "sink accept");
+    Status ready = WaitFd(listener.get(), POLLIN, end, "sink accept");
     if (!ready.ok()) break;  // lifetime over
     int fd = ::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
@@ -120,7 +110,7 @@ Result<SendResult> RunSend(const std::string& address, uint16_t port, base::Dura
       errno != EINPROGRESS) {
     return ErrnoStatus(errno, fmt::format("connect to sink {}", where));
   }
-  RY_RETURN_IF_ERROR(WaitFor(fd.get(), POLLOUT, deadline, fmt::format("connect to {}", where)));
+  RY_RETURN_IF_ERROR(WaitFd(fd.get(), POLLOUT, deadline, fmt::format("connect to {}", where)));
   int err = 0;
   socklen_t elen = sizeof err;
   ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &elen);
@@ -129,7 +119,7 @@ Result<SendResult> RunSend(const std::string& address, uint16_t port, base::Dura
   std::vector<char> chunk(kChunk, 'r');
   const Deadline stop = Deadline::Earliest(Deadline::After(duration), deadline);
   while (!stop.Expired()) {
-    RY_RETURN_IF_ERROR(WaitFor(fd.get(), POLLOUT, deadline, fmt::format("send to {}", where)));
+    RY_RETURN_IF_ERROR(WaitFd(fd.get(), POLLOUT, deadline, fmt::format("send to {}", where)));
     ssize_t n = ::send(fd.get(), chunk.data(), chunk.size(), MSG_NOSIGNAL);
     if (n < 0 && errno != EAGAIN && errno != EINTR) {
       return ErrnoStatus(errno, fmt::format("send to {}", where));
@@ -140,7 +130,7 @@ Result<SendResult> RunSend(const std::string& address, uint16_t port, base::Dura
   size_t got = 0;
   while (got < sizeof reply) {
     RY_RETURN_IF_ERROR(
-        WaitFor(fd.get(), POLLIN, deadline, fmt::format("waiting for sink {} to answer", where)));
+        WaitFd(fd.get(), POLLIN, deadline, fmt::format("waiting for sink {} to answer", where)));
     ssize_t n = ::recv(fd.get(), reply + got, sizeof reply - got, 0);
     if (n == 0) return Unavailable("sink {} closed the connection without answering", where);
     if (n < 0) {
