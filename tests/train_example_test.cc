@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -173,43 +175,59 @@ class TrainExampleTest : public ::testing::Test {
         "--ckpt-dir", ckpt, "--out",        out,  "--seed",  "42"};
   }
 
+  // Runs `world` ranks uninterrupted (A), then again with `victim` SIGKILLed before step 25
+  // on the first attempt and the gang restarted (B); B must resume from the step-20
+  // checkpoint and end with A's weights, byte for byte.
+  void KillAndResume(int world, int victim) {
+    ASSERT_FALSE(tmp_.path().empty());
+    const std::string out_a = tmp_.path() + "/a.bin";
+    auto a = RunGang(world, Args(tmp_.path() + "/ckpt-a", out_a), 0);
+    ASSERT_EQ(a.size(), size_t(world));
+    for (const auto& e : a) ASSERT_TRUE(e.Succeeded()) << e.stdout_text << e.stderr_text;
+    EXPECT_NE(a[0].stdout_text.find("starting at step 0"), std::string::npos) << a[0].stdout_text;
+    EXPECT_NE(a[0].stdout_text.find("final weights xxh3"), std::string::npos) << a[0].stdout_text;
+
+    const std::string ckpt_b = tmp_.path() + "/ckpt-b", out_b = tmp_.path() + "/b.bin";
+    std::vector<std::string> args = Args(ckpt_b, out_b);
+    args.insert(args.end(),
+                {"--fail-at-step-for-test", "25", "--fail-rank-for-test", std::to_string(victim)});
+    auto first = RunGang(world, args, 0);
+    ASSERT_EQ(first.size(), size_t(world));
+    for (int r = 0; r < world; ++r) {
+      const auto& e = first[r];
+      if (r == victim) {
+        EXPECT_EQ(e.signal, SIGKILL) << e.stdout_text << e.stderr_text;
+        continue;
+      }
+      // The survivors fail, naming the rank that died.
+      EXPECT_FALSE(e.Succeeded()) << e.stdout_text;
+      EXPECT_NE(e.stderr_text.find("rank " + std::to_string(victim)), std::string::npos)
+          << "rank " << r << ": " << e.stderr_text;
+    }
+    EXPECT_FALSE(std::filesystem::exists(out_b));
+
+    auto second = RunGang(world, args, 1);
+    ASSERT_EQ(second.size(), size_t(world));
+    for (const auto& e : second) {
+      ASSERT_TRUE(e.Succeeded()) << e.stdout_text << e.stderr_text;
+      EXPECT_NE(e.stdout_text.find("resumed from step 20"), std::string::npos) << e.stdout_text;
+    }
+
+    const std::string wa = ReadAll(out_a), wb = ReadAll(out_b);
+    ASSERT_FALSE(wa.empty());
+    EXPECT_EQ(wa.size() % sizeof(float), 0u);
+    EXPECT_TRUE(wa == wb) << "the resumed run's final weights differ from the uninterrupted run's";
+    EXPECT_EQ(ReadAll(out_a + ".xxh3").substr(0, 16), ReadAll(out_b + ".xxh3").substr(0, 16));
+  }
+
   base::ScopedTempDir tmp_{"train-example"};
 };
 
-TEST_F(TrainExampleTest, KilledRankResumesBitIdentically) {
-  ASSERT_FALSE(tmp_.path().empty());
-  // A: uninterrupted.
-  const std::string out_a = tmp_.path() + "/a.bin";
-  auto a = RunGang(2, Args(tmp_.path() + "/ckpt-a", out_a), 0);
-  ASSERT_EQ(a.size(), 2u);
-  for (const auto& e : a) ASSERT_TRUE(e.Succeeded()) << e.stdout_text << e.stderr_text;
-  EXPECT_NE(a[0].stdout_text.find("starting at step 0"), std::string::npos) << a[0].stdout_text;
-  EXPECT_NE(a[0].stdout_text.find("final weights xxh3"), std::string::npos) << a[0].stdout_text;
+TEST_F(TrainExampleTest, KilledRankResumesBitIdentically) { KillAndResume(2, 1); }
 
-  // B: rank 1 dies before step 25 on the first attempt; the gang is restarted.
-  const std::string ckpt_b = tmp_.path() + "/ckpt-b", out_b = tmp_.path() + "/b.bin";
-  std::vector<std::string> args = Args(ckpt_b, out_b);
-  args.insert(args.end(), {"--fail-at-step-for-test", "25", "--fail-rank-for-test", "1"});
-  auto first = RunGang(2, args, 0);
-  ASSERT_EQ(first.size(), 2u);
-  EXPECT_EQ(first[1].signal, SIGKILL) << first[1].stdout_text << first[1].stderr_text;
-  EXPECT_FALSE(first[0].Succeeded()) << first[0].stdout_text;
-  // Rank 0 names the rank that died.
-  EXPECT_NE(first[0].stderr_text.find("rank 1"), std::string::npos) << first[0].stderr_text;
-
-  auto second = RunGang(2, args, 1);
-  ASSERT_EQ(second.size(), 2u);
-  for (const auto& e : second) ASSERT_TRUE(e.Succeeded()) << e.stdout_text << e.stderr_text;
-  for (const auto& e : second) {
-    EXPECT_NE(e.stdout_text.find("resumed from step 20"), std::string::npos) << e.stdout_text;
-  }
-
-  const std::string wa = ReadAll(out_a), wb = ReadAll(out_b);
-  ASSERT_FALSE(wa.empty());
-  EXPECT_EQ(wa.size() % sizeof(float), 0u);
-  EXPECT_TRUE(wa == wb) << "the resumed run's final weights differ from the uninterrupted run's";
-  EXPECT_EQ(ReadAll(out_a + ".xxh3").substr(0, 16), ReadAll(out_b + ".xxh3").substr(0, 16));
-}
+// Three ranks: the ring's summation chain has more than two operands, so a change in its
+// order between runs would show in the weights.
+TEST_F(TrainExampleTest, ThreeRanksKilledMiddleRankResumesBitIdentically) { KillAndResume(3, 1); }
 
 }  // namespace
 }  // namespace railyard::train_example

@@ -17,6 +17,7 @@
 #include "railyard/base/files.h"
 #include "railyard/comm/bootstrap.h"
 #include "railyard/comm/communicator.h"
+#include "railyard/comm/rank_env.h"
 #include "railyard/storage/agreement.h"
 #include "railyard/storage/async_saver.h"
 #include "railyard/storage/checkpoint.h"
@@ -43,7 +44,7 @@ Result<uint64_t> ParseU64(std::string_view text, std::string_view what) {
   uint64_t v = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size()) {
-    return InvalidArgument("{}: '{}' is not a non-negative integer", what, text);
+    return DataLoss("checkpoint metadata '{}': '{}' is not a non-negative integer", what, text);
   }
   return v;
 }
@@ -217,27 +218,22 @@ Status WriteWeights(const std::string& path, const std::vector<float>& params, u
 
 }  // namespace
 
-Result<int> RestartCountFromEnvironment() {
-  for (const char* name : {"RAILYARD_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT"}) {
-    const char* v = std::getenv(name);
-    if (v == nullptr || *v == '\0') continue;
-    RY_ASSIGN_OR_RETURN(uint64_t n, ParseU64(v, name));
-    return static_cast<int>(n);
-  }
-  return 0;
-}
-
 void ReportStepProgress(int64_t step) {
   // The launcher's progress API (launch/progress.h) plugs in here.
   (void)step;
 }
 
-Status RunTraining(const TrainOptions& o) {
-  if (o.steps < 0 || o.batch == 0 || o.data_dir.empty() || o.ckpt_every < 0) {
+Status RunTraining(const TrainOptions& options) {
+  if (options.steps < 0 || options.batch == 0 || options.data_dir.empty() ||
+      options.ckpt_every < 0) {
     return InvalidArgument("need --steps >= 0, --batch >= 1, --ckpt-every >= 0 and --data DIR");
   }
-  RY_ASSIGN_OR_RETURN(int restart_count, RestartCountFromEnvironment());
-  RY_ASSIGN_OR_RETURN(comm::BootstrapConfig env, comm::BootstrapConfigFromEnvironment());
+  RY_ASSIGN_OR_RETURN(comm::RankEnvironment rank_env,
+                      comm::RankEnvironment::FromEnv(comm::ProcessEnv()));
+  RY_ASSIGN_OR_RETURN(comm::BootstrapConfig env, comm::BootstrapConfigFrom(rank_env));
+  const int restart_count = rank_env.restart_count;
+  TrainOptions o = options;
+  if (o.ckpt_dir.empty()) o.ckpt_dir = rank_env.ckpt_dir;
   RY_ASSIGN_OR_RETURN(comm::Bootstrapped job,
                       comm::Bootstrap(env, base::Deadline::After(std::chrono::seconds(60))));
   comm::Communicator& comm = *job.comm;
@@ -318,7 +314,7 @@ Status RunTraining(const TrainOptions& o) {
     for (float& g : grad) g *= inv_world;
     SgdStep(sgd, n_params, grad.data(), t.velocity.data(), t.params.data());
     ReportStepProgress(step);
-    if (rank == 0 && o.log_every > 0 && (step % o.log_every == 0 || step == o.steps)) {
+    if (rank == 0 && o.log_every > 0 && (step == 1 || step % o.log_every == 0 || step == o.steps)) {
       Say(rank, fmt::format("step {} loss {:.6f}", step, grad[n_params]));
     }
     if (saver != nullptr && o.ckpt_every > 0 && step % o.ckpt_every == 0) {

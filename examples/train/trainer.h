@@ -1,8 +1,9 @@
 // The example trainer's loop: data-parallel SGD on the Mlp (mlp.h) over Railyard's comm and
 // storage, resumable bit-identically from its own asynchronous checkpoints.
 //
-// Each rank: joins the job from the environment (comm/bootstrap.h: RAILYARD_RANK,
-// RAILYARD_WORLD_SIZE, RAILYARD_STORE, RAILYARD_JOB_SECRET, ...); reads its shard of a packed
+// Each rank: joins the job from the environment its launcher wrote (comm/rank_env.h:
+// RAILYARD_RANK, RAILYARD_WORLD_SIZE, RAILYARD_STORE, RAILYARD_JOB_SECRET, ... or torchrun's
+// names; RAILYARD_RESTART_COUNT says which attempt this is); reads its shard of a packed
 // synthetic data set (storage/data_reader.h; rank 0 packs it on first use); computes the
 // gradient of its local batch; sums the gradients with a ring allreduce and divides by the
 // world size; takes an SGD-with-momentum step. Every `ckpt_every` steps it saves, without
@@ -32,7 +33,8 @@ namespace railyard::train_example {
 
 struct TrainOptions {
   int64_t steps = 100;
-  std::string ckpt_dir;  // empty: no checkpoints, no resume
+  // Empty: RAILYARD_CKPT_DIR (the launcher's --ckpt-dir), else no checkpoints, no resume.
+  std::string ckpt_dir;
   int64_t ckpt_every = 10;
   std::string data_dir;  // packed here from `seed` if it holds no data set yet
   size_t batch = 16;     // samples per rank per step
@@ -55,11 +57,6 @@ struct TrainOptions {
 // failed peer (comm names the rank and host), a checkpoint that cannot be saved or loaded,
 // weights that differ between ranks at the end (INTERNAL naming them).
 Status RunTraining(const TrainOptions& options);
-
-// The restart count the launcher gives: RAILYARD_RESTART_COUNT, else
-// TORCHELASTIC_RESTART_COUNT, else 0. INVALID_ARGUMENT naming the variable when it is not a
-// non-negative integer.
-Result<int> RestartCountFromEnvironment();
 
 // Called after every finished step. A hook for the launcher's progress API
 // (launch/progress.h): heartbeats and step times that let the supervisor detect a hang or a
