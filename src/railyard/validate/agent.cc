@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <future>
@@ -30,19 +31,25 @@ using base::WaitFd;
 
 class SystemAgentProbes final : public AgentProbes {
  public:
+  ~SystemAgentProbes() override {
+    stop_ = true;
+    for (std::thread& t : sinks_) t.join();
+  }
+
   Result<int> StartSink(const std::string& address, Deadline until) override {
     auto ready = std::make_shared<std::promise<std::string>>();
     std::future<std::string> port = ready->get_future();
     vcluster::SinkOptions options{
         .address = address,
         .lifetime = std::min<base::Duration>(until.Remaining(), std::chrono::hours(24)),
-        .max_connections = 1 << 20};
-    // RunSink has no stop but its lifetime, so the thread is detached: it ends with the
-    // agent's deadline and reads nothing of this object.
-    std::thread([options, ready] {
+        .max_connections = 1 << 20,
+        .stop = &stop_};
+    // Ends at the agent's deadline or when these probes are destroyed (the agent exits),
+    // which sets stop_ and joins it.
+    sinks_.emplace_back([options, ready] {
       Status s = vcluster::RunSink(options, [&](std::string where) { ready->set_value(where); });
       if (!s.ok()) ready->set_value("error: " + s.message());
-    }).detach();
+    });
     std::string where = port.get();
     if (where.starts_with("error: ")) return Unavailable("probe sink: {}", where.substr(7));
     return std::atoi(where.substr(where.rfind(':') + 1).c_str());
@@ -73,6 +80,10 @@ class SystemAgentProbes final : public AgentProbes {
     return RunAllreduceSweep(store, task.key_prefix, task.rank, task.world, task.sizes, deadline,
                              o);
   }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> sinks_;
 };
 
 Status SystemAgentProbes::Storage(const Task& task, Deadline deadline, TaskResult& result) {

@@ -45,12 +45,25 @@ uint64_t GetU64(const unsigned char* p) {
   return v;
 }
 
-void ServeConnection(UniqueFd fd, Deadline deadline) {
+// WaitFd until `deadline`, looking at `stop` (may be null) every kSinkStopSlice:
+// ABORTED once it is set.
+Status WaitOrStop(int fd, short events, Deadline deadline, const std::atomic<bool>* stop,
+                  std::string_view what) {
+  if (stop == nullptr) return WaitFd(fd, events, deadline, what);
+  for (;;) {
+    if (stop->load()) return Aborted("{}: stopped", what);
+    Status s =
+        WaitFd(fd, events, Deadline::Earliest(deadline, Deadline::After(kSinkStopSlice)), what);
+    if (s.code() != StatusCode::kDeadlineExceeded || deadline.Expired()) return s;
+  }
+}
+
+void ServeConnection(UniqueFd fd, Deadline deadline, const std::atomic<bool>* stop) {
   std::vector<char> buf(kChunk);
   uint64_t bytes = 0;
   Clock::time_point first{}, last{};
   for (;;) {
-    if (!WaitFd(fd.get(), POLLIN, deadline, "sink read").ok()) return;
+    if (!WaitOrStop(fd.get(), POLLIN, deadline, stop, "sink read").ok()) return;
     ssize_t n = ::recv(fd.get(), buf.data(), buf.size(), 0);
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
@@ -87,12 +100,12 @@ Status RunSink(const SinkOptions& options, const std::function<void(std::string)
   const Deadline end = Deadline::After(options.lifetime);
   std::vector<std::thread> workers;
   for (int served = 0; served < options.max_connections;) {
-    Status ready = WaitFd(listener.get(), POLLIN, end, "sink accept");
-    if (!ready.ok()) break;  // lifetime over
+    Status ready = WaitOrStop(listener.get(), POLLIN, end, options.stop, "sink accept");
+    if (!ready.ok()) break;  // lifetime over or stopped
     int fd = ::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
     ++served;
-    workers.emplace_back(ServeConnection, UniqueFd(fd), end);
+    workers.emplace_back(ServeConnection, UniqueFd(fd), end, options.stop);
   }
   for (auto& t : workers) t.join();
   return Status::Ok();

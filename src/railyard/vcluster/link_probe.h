@@ -8,9 +8,11 @@
 // This is the foundation's self-test of the virtual fabric (demo, tests); the transports of
 // net/ and the fabric checks of validate/ supersede it for real measurements.
 //
-// Thread-safety: RunSink serves each connection on its own thread; RunSend is a plain call.
+// Thread-safety: RunSink serves each connection on its own thread; RunSend is a plain call;
+// another thread may set SinkOptions::stop.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -25,10 +27,16 @@ struct SinkOptions {
   uint16_t port = 0;                                   // 0: any free port
   base::Duration lifetime = std::chrono::seconds(60);  // the sink exits after this
   int max_connections = 1000;                          // bounded, as every load loop
+  // When set, the sink and the connections it serves end within about kSinkStopSlice of it
+  // becoming true (a connection cut short gets no reply), so an owner can join its thread.
+  const std::atomic<bool>* stop = nullptr;
 };
 
-// Serves until `lifetime` passes or max_connections were served. `on_ready` gets
-// "ADDR:PORT" once listening.
+// How often a sink with a stop flag looks at it.
+inline constexpr base::Duration kSinkStopSlice = std::chrono::milliseconds(100);
+
+// Serves until `lifetime` passes, max_connections were served or `stop` is set, then
+// returns OK once every connection ended. `on_ready` gets "ADDR:PORT" once listening.
 Status RunSink(const SinkOptions& options, const std::function<void(std::string)>& on_ready);
 
 struct SendResult {
