@@ -11,6 +11,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -176,9 +177,12 @@ class TrainExampleTest : public ::testing::Test {
   }
 
   // Runs `world` ranks uninterrupted (A), then again with `victim` SIGKILLed before step 25
-  // on the first attempt and the gang restarted (B); B must resume from the step-20
-  // checkpoint and end with A's weights, byte for byte.
-  void KillAndResume(int world, int victim) {
+  // on the first attempt and the gang restarted (B); B must resume from `resume_step` (20,
+  // the newest checkpoint, unless `between` damaged it) and end with A's weights, byte for
+  // byte. `between` runs on B's checkpoint directory before the restart.
+  void KillAndResume(int world, int victim,
+                     const std::function<void(const std::string&)>& between = nullptr,
+                     int resume_step = 20) {
     ASSERT_FALSE(tmp_.path().empty());
     const std::string out_a = tmp_.path() + "/a.bin";
     auto a = RunGang(world, Args(tmp_.path() + "/ckpt-a", out_a), 0);
@@ -205,12 +209,15 @@ class TrainExampleTest : public ::testing::Test {
           << "rank " << r << ": " << e.stderr_text;
     }
     EXPECT_FALSE(std::filesystem::exists(out_b));
+    if (between) between(ckpt_b);
 
     auto second = RunGang(world, args, 1);
     ASSERT_EQ(second.size(), size_t(world));
     for (const auto& e : second) {
       ASSERT_TRUE(e.Succeeded()) << e.stdout_text << e.stderr_text;
-      EXPECT_NE(e.stdout_text.find("resumed from step 20"), std::string::npos) << e.stdout_text;
+      EXPECT_NE(e.stdout_text.find("resumed from step " + std::to_string(resume_step)),
+                std::string::npos)
+          << e.stdout_text;
     }
 
     const std::string wa = ReadAll(out_a), wb = ReadAll(out_b);
@@ -228,6 +235,24 @@ TEST_F(TrainExampleTest, KilledRankResumesBitIdentically) { KillAndResume(2, 1);
 // Three ranks: the ring's summation chain has more than two operands, so a change in its
 // order between runs would show in the weights.
 TEST_F(TrainExampleTest, ThreeRanksKilledMiddleRankResumesBitIdentically) { KillAndResume(3, 1); }
+
+// The newest checkpoint is corrupt in every replica: the restart falls back to the one before
+// it, and still ends bit-identical (it only redoes more steps).
+TEST_F(TrainExampleTest, CorruptNewestCheckpointFallsBackToThePreviousOne) {
+  auto corrupt_step_20 = [](const std::string& ckpt) {
+    for (const char* shard : {"rank-00000.bin", "rank-00001.bin"}) {
+      const std::string path = ckpt + "/step-00000020/" + shard;
+      std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+      ASSERT_TRUE(f.good()) << path;
+      char c = 0;
+      f.seekg(100);
+      f.get(c);
+      f.seekp(100);
+      f.put(static_cast<char>(c ^ 0x40));
+    }
+  };
+  KillAndResume(2, 0, corrupt_step_20, 10);
+}
 
 }  // namespace
 }  // namespace railyard::train_example

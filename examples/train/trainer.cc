@@ -21,6 +21,7 @@
 #include "railyard/storage/agreement.h"
 #include "railyard/storage/async_saver.h"
 #include "railyard/storage/checkpoint.h"
+#include "railyard/storage/checkpoint_catalog.h"
 #include "railyard/storage/checkpoint_reader.h"
 #include "railyard/storage/data_index.h"
 #include "railyard/storage/data_pack.h"
@@ -120,6 +121,22 @@ struct Resume {
   std::map<std::string, std::string> metadata;
 };
 
+// Steps newer than the one resumed from failed to load: the run will save those step numbers
+// again. Each is renamed to a ".tmp-" name, which the checkpoint writer's start-up removes
+// as a leftover (the fallback note above says why it was discarded).
+Status DiscardNewerSteps(const std::string& dir, int64_t resumed) {
+  storage::Fs& fs = *storage::DefaultFs();
+  RY_ASSIGN_OR_RETURN(std::vector<int64_t> steps, storage::ListStepDirs(fs, dir));
+  for (int64_t step : steps) {
+    if (step <= resumed) continue;
+    const std::string from = dir + "/" + storage::StepDirName(step);
+    const std::string to = dir + "/.tmp-discarded-" + storage::StepDirName(step);
+    RY_RETURN_IF_ERROR(fs.Rename(from, to));
+    Say(0, fmt::format("discarded step {} (it does not load; it will be saved again)", step));
+  }
+  return fs.SyncDir(dir);
+}
+
 // Rank 0 picks the newest checkpoint that verifies and tells the others, so every rank loads
 // the same step; each reads its state from it.
 Result<Resume> LoadCheckpoint(const TrainOptions& o, const Mlp& mlp, comm::Communicator& comm,
@@ -131,7 +148,8 @@ Result<Resume> LoadCheckpoint(const TrainOptions& o, const Mlp& mlp, comm::Commu
     if (latest.ok()) {
       reader = std::move(*latest);
       step = reader->step();
-      for (const std::string& note : reader->fallback_notes()) Say(0, "skipped " + note);
+      for (const std::string& note : reader->fallback_notes()) Say(0, "fallback: " + note);
+      RY_RETURN_IF_ERROR(DiscardNewerSteps(o.ckpt_dir, step));
     } else if (latest.status().code() != StatusCode::kNotFound) {
       return latest.status().WithContext("loading the latest checkpoint");
     }
