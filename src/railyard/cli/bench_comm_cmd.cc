@@ -2,21 +2,17 @@
 // with --vcluster), each running comm::RunCommBench, and prints its rows in nccl-tests'
 // layout (comm/bench.h), so that scripts written for nccl-tests' output read them.
 //
-// The launcher generates the job secret, picks the store address, and passes everything
-// to the ranks through the environment (comm/bootstrap.h); the ranks are this same binary
-// with the hidden --worker flag. Rank 0 serves the rendezvous store. If a rank dies, the
-// survivors fail naming it (comm's failure attribution) and the launcher exits non-zero
-// naming the rank and how it ended. A row with wrong values (comm/bench.h, Checking) makes
-// rank 0 fail naming the row, after printing every row, so the run exits non-zero.
+// The ranks are a launch::Gang (launch/gang.h: job secret, store address, each rank's
+// environment, supervision) of this same binary with the hidden --worker flag; rank 0 serves
+// the rendezvous store. If a rank dies, the survivors fail naming it (comm's failure
+// attribution) and the launcher exits non-zero naming the rank, its host and how it ended. A row
+// with wrong values (comm/bench.h, Checking) makes rank 0 fail naming the row, after printing every
+// row, so the run exits non-zero.
 //
 // Test only: RAILYARD_BENCH_CORRUPT_FOR_TEST=RANK:SIZE:ITERATION has rank RANK invert every
 // byte of its result after timed iteration ITERATION (0-based) of the row of SIZE bytes, to
 // show that a wrong timed result fails the run.
-#include <arpa/inet.h>
 #include <fmt/format.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,17 +21,15 @@
 #include <optional>
 #include <span>
 
-#include "railyard/base/hmac.h"
-#include "railyard/base/subprocess.h"
 #include "railyard/base/units.h"
 #include "railyard/cli/cli_common.h"
 #include "railyard/comm/bench.h"
 #include "railyard/comm/bootstrap.h"
 #include "railyard/comm/communicator.h"
+#include "railyard/launch/gang.h"
 #include "railyard/net/interfaces.h"
 #include "railyard/net/select.h"
 #include "railyard/net/tcp/congestion.h"
-#include "railyard/vcluster/bandwidth_matrix.h"
 #include "railyard/vcluster/command_runner.h"
 #include "railyard/vcluster/spec.h"
 #include "railyard/vcluster/state.h"
@@ -80,20 +74,6 @@ Result<int> ParseIntFlag(std::string_view flag, const std::string& text, int lo,
     return InvalidArgument("{} {}: expected a whole number from {} to {}", flag, text, lo, hi);
   }
   return v;
-}
-
-// A free TCP port on `ip` (bound and released; the store rebinds it right away).
-Result<int> FreePort(const std::string& ip) {
-  base::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  inet_pton(AF_INET, ip.c_str(), &a.sin_addr);
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    return ErrnoStatus(errno, fmt::format("finding a free port on {}", ip));
-  }
-  socklen_t len = sizeof a;
-  ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len);
-  return static_cast<int>(ntohs(a.sin_port));
 }
 
 Result<comm::CommBenchOptions> ParseBenchOptions(const CommFlags& f) {
@@ -255,12 +235,6 @@ Outcome RunWorker(const CommFlags& f) {
   return Status::Ok();
 }
 
-std::string DescribeExit(const base::ExitInfo& e) {
-  if (e.signal != 0)
-    return fmt::format("was killed by signal {} ({})", e.signal, strsignal(e.signal));
-  return fmt::format("exited with status {}", e.exit_code);
-}
-
 Outcome RunLauncher(const CommFlags& f) {
   // Everything a rank would reject is checked here first: one line and exit code 2 instead
   // of N ranks failing with theirs.
@@ -325,167 +299,85 @@ Outcome RunLauncher(const CommFlags& f) {
     auto iface = net::ChooseInterface(te.socket_ifname);
     if (!iface.ok()) return iface.status().WithContext("RAILYARD_SOCKET_IFNAME");
   }
-  std::vector<base::SpawnOptions> spawns(ranks);
-  std::string store_ip = "127.0.0.1";
-  std::vector<std::pair<std::string, std::string>> common;
+  launch::GangSpec gang;
+  gang.job.transport = te;
+  gang.job.transport.transport = transport;
+  gang.job.job_id = fmt::format("bench-{}", ::getpid());
   if (f.use_vcluster) {
     auto runner = vcluster::MakeSystemRunner(std::chrono::seconds(20));
     vcluster::VirtualCluster vc(runner.get(), vcluster::DefaultStateDir());
     auto loaded = vc.Load(f.vcluster_prefix);
     if (!loaded.ok()) return loaded.status().WithContext("--vcluster");
     const vcluster::ClusterState& state = *loaded;
-    const auto& hosts = state.plan.hosts;
-    if (ranks > static_cast<int>(hosts.size())) {
+    if (ranks > static_cast<int>(state.plan.hosts.size())) {
       return InvalidArgument(
           "--ranks {}: the virtual cluster '{}' has {} hosts (one rank per "
           "host with --vcluster)",
-          ranks, state.spec().prefix, hosts.size());
+          ranks, state.spec().prefix, state.plan.hosts.size());
     }
-    store_ip = hosts[0].address;
-    for (int r = 0; r < ranks; ++r) {
-      auto exec = vcluster::ExecutionFor(state, hosts[r]);
-      spawns[r].netns_path = exec.netns_path;
-      spawns[r].env = exec.env;
-      // Inside a host's namespace its one link is eth0; in loopback mode every host is an
-      // address on lo.
-      bool loopback = exec.netns_path.empty();
-      spawns[r].env.push_back({"RAILYARD_SOCKET_IFNAME", loopback ? "=lo" : "=eth0"});
-      spawns[r].env.push_back({"RAILYARD_OFI_DOMAIN", loopback ? "lo" : "eth0"});
-    }
+    RY_ASSIGN_OR_RETURN(gang.hosts, launch::VirtualHosts(state, ranks));
+    gang.rank_hosts = launch::RanksInBlocks(ranks, 1);
+    // Inside a host's namespace its one link is eth0; in loopback mode every host is an
+    // address on lo.
+    bool loopback = gang.hosts[0].netns_path.empty();
+    gang.job.transport.socket_ifname = loopback ? "=lo" : "=eth0";
+    gang.job.transport.ofi_domain = loopback ? "lo" : "eth0";
   } else {
     // On one host, ranks talk over loopback unless told otherwise.
-    std::string ifname = te.socket_ifname.empty() ? "=lo" : te.socket_ifname;
-    for (auto& s : spawns) s.env.push_back({"RAILYARD_SOCKET_IFNAME", ifname});
-    if (te.ofi_domain.empty()) {
-      common.push_back({"RAILYARD_OFI_DOMAIN", "lo"});
-    }
+    gang.hosts = launch::LocalHosts(*local_hosts);
+    gang.rank_hosts = launch::RanksInBlocks(ranks, (ranks + *local_hosts - 1) / *local_hosts);
+    if (te.socket_ifname.empty()) gang.job.transport.socket_ifname = "=lo";
+    if (te.ofi_domain.empty()) gang.job.transport.ofi_domain = "lo";
   }
-  // The store port: rank 0 binds it in its own namespace; in netns mode the port is free
-  // there by construction (a fresh namespace), locally we ask the kernel for one.
-  int port = 29400;
-  if (spawns[0].netns_path.empty()) {
-    RY_ASSIGN_OR_RETURN(port, FreePort(store_ip));
+  gang.argv = {SelfExecutable(),
+               "bench",
+               "comm",
+               "--worker",
+               "--op",
+               f.op,
+               "--type",
+               f.type,
+               "--redop",
+               f.redop,
+               "--sizes",
+               f.sizes,
+               "--algorithm",
+               f.algorithm,
+               "--iters",
+               std::to_string(o.iters),
+               "--warmup",
+               std::to_string(o.warmup),
+               "--timeout",
+               f.timeout,
+               "--setup-timeout",
+               f.setup_timeout};
+  if (f.json) gang.argv.push_back("--json");
+  if (f.check) gang.argv.push_back("--check");
+  for (auto [flag, value] :
+       {std::pair{"--piece", &f.piece}, std::pair{"--tcp-streams", &f.tcp_streams},
+        std::pair{"--tcp-buffer", &f.tcp_buffer}}) {
+    if (!value->empty()) gang.argv.insert(gang.argv.end(), {flag, *value});
   }
-  std::string secret = base::ToHex(base::RandomBytes(16));
-  std::string job = fmt::format("bench-{}", ::getpid());
-  std::vector<base::Child> children;
-  for (int r = 0; r < ranks; ++r) {
-    base::SpawnOptions& s = spawns[r];
-    s.argv = {SelfExecutable(),
-              "bench",
-              "comm",
-              "--worker",
-              "--op",
-              f.op,
-              "--type",
-              f.type,
-              "--redop",
-              f.redop,
-              "--sizes",
-              f.sizes,
-              "--algorithm",
-              f.algorithm,
-              "--iters",
-              std::to_string(o.iters),
-              "--warmup",
-              std::to_string(o.warmup),
-              "--timeout",
-              f.timeout,
-              "--setup-timeout",
-              f.setup_timeout};
-    if (f.json) s.argv.push_back("--json");
-    if (f.check) s.argv.push_back("--check");
-    for (auto [flag, value] :
-         {std::pair{"--piece", &f.piece}, std::pair{"--tcp-streams", &f.tcp_streams},
-          std::pair{"--tcp-buffer", &f.tcp_buffer}}) {
-      if (!value->empty()) s.argv.insert(s.argv.end(), {flag, *value});
-    }
-    if (f.no_reduce_on_receive) s.argv.push_back("--no-reduce-on-receive");
-    for (auto& kv : common) s.env.push_back(kv);
-    s.env.push_back({"RAILYARD_RANK", std::to_string(r)});
-    s.env.push_back({"RAILYARD_WORLD_SIZE", std::to_string(ranks)});
-    s.env.push_back({"RAILYARD_STORE", fmt::format("{}:{}", store_ip, port)});
-    s.env.push_back({"RAILYARD_JOB_SECRET", secret});
-    s.env.push_back({"RAILYARD_JOB_ID", job});
-    s.env.push_back({"RAILYARD_TRANSPORT", transport});
-    if (r == 0) s.env.push_back({"RAILYARD_STORE_SERVE", "1"});
-    if (*local_hosts > 1) {
-      int per_host = (ranks + *local_hosts - 1) / *local_hosts;
-      s.env.push_back({"RAILYARD_HOST", fmt::format("local{}", r / per_host)});
-    }
-    // Rank 0 talks to the terminal; the others' output is shown only if they fail.
-    s.capture_stdout = r != 0;
-    s.capture_stderr = r != 0;
-    auto child = base::Child::Spawn(s);
-    if (!child.ok()) return child.status().WithContext(fmt::format("starting rank {}", r));
-    children.push_back(std::move(*child));
-  }
-  // Every rank bounds each operation by --timeout; the whole run by that times the number
-  // of operations it issues, plus set-up.
-  // A safety net only: ranks bound every operation themselves and never hang.
-  auto overall =
-      base::Deadline::After(*setup + *timeout * 4 + std::chrono::seconds(120) * o.sizes.size());
-  std::vector<std::optional<base::ExitInfo>> exits(ranks);
-  std::vector<std::string> killed_why(ranks);
-  int running = ranks;
+  if (f.no_reduce_on_receive) gang.argv.push_back("--no-reduce-on-receive");
+  // Rank 0 talks to the terminal; the others' output is shown only if they fail.
+  gang.terminal_rank = 0;
   // Once a rank has failed, the others report within --timeout plus about a second; a rank
   // still running well after that is stopped or hung outside communication (it cannot
-  // answer, so it will never exit by itself): kill it and say so instead of waiting for
-  // the overall deadline.
-  int first_failed = -1;
-  std::optional<base::Deadline> grace;
-  while (running > 0) {
-    for (int r = 0; r < ranks; ++r) {
-      if (exits[r]) continue;
-      auto e = children[r].Wait(base::Deadline::After(std::chrono::milliseconds(20)));
-      if (e.ok()) {
-        exits[r] = *e;
-        --running;
-        if (!e->Succeeded() && first_failed < 0) {
-          first_failed = r;
-          grace = base::Deadline::After(*timeout + std::chrono::seconds(3));
-        }
-      }
-    }
-    if (grace && grace->Expired()) {
-      for (int r = 0; r < ranks; ++r) {
-        if (exits[r]) continue;
-        exits[r] = children[r].KillAndReap();
-        killed_why[r] = fmt::format(
-            "still running {} after rank {} failed (stopped, or hung "
-            "outside communication): killed by the launcher",
-            base::FormatDuration(*timeout + std::chrono::seconds(3)), first_failed);
-        --running;
-      }
-    }
-    if (overall.Expired()) {
-      for (int r = 0; r < ranks; ++r) {
-        if (!exits[r]) exits[r] = children[r].KillAndReap();
-      }
-      return DeadlineExceeded(
-          "bench comm: ranks still running after the overall deadline; "
-          "killed them");
-    }
+  // answer, so it will never exit by itself): the gang stops it and says so instead of
+  // waiting for the overall deadline.
+  gang.failure_grace = *timeout + std::chrono::seconds(3);
+  RY_ASSIGN_OR_RETURN(launch::Gang started, launch::Gang::Start(gang));
+  // Every rank bounds each operation by --timeout; the whole run by that times the number
+  // of operations it issues, plus set-up. A safety net only: ranks bound every operation
+  // themselves and never hang.
+  launch::GangResult done = started.Wait(
+      base::Deadline::After(*setup + *timeout * 4 + std::chrono::seconds(120) * o.sizes.size()));
+  if (done.deadline_expired) {
+    return DeadlineExceeded(
+        "bench comm: ranks still running after the overall deadline; killed them:{}",
+        done.Failures());
   }
-  std::string failures;
-  for (int r = 0; r < ranks; ++r) {
-    if (exits[r]->Succeeded()) continue;
-    // The rank's own error line ("railyard: error: ..."), which names the culprit; log lines
-    // before it (a warning that a send to an already aborted peer failed) are not the cause.
-    // Without one, its first line.
-    const std::string& text = exits[r]->stderr_text;
-    size_t at = text.rfind("railyard: error: ");
-    if (at == std::string::npos) at = 0;
-    std::string first_line = text.substr(at, text.find('\n', at) - at);
-    // Rank 0 writes to the terminal itself; its error line is already above.
-    if (r == 0 && first_line.empty() && exits[r]->signal == 0) {
-      first_line = "its error is printed above";
-    }
-    if (!killed_why[r].empty()) first_line = killed_why[r];
-    failures += fmt::format("\n  rank {} (pid {}) {}{}{}", r, children[r].pid(),
-                            DescribeExit(*exits[r]), first_line.empty() ? "" : ": ", first_line);
-  }
-  if (!failures.empty()) return Unavailable("bench comm failed:{}", failures);
+  if (!done.ok()) return Unavailable("bench comm failed:{}", done.Failures());
   return Status::Ok();
 }
 

@@ -1,0 +1,246 @@
+#include "railyard/launch/gang.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "railyard/base/files.h"
+#include "railyard/base/hmac.h"
+#include "railyard/base/units.h"
+#include "railyard/vcluster/bandwidth_matrix.h"
+
+namespace railyard::launch {
+namespace {
+
+// A free TCP port on `ip` other than `except` (bound and released; the rank rebinds it
+// right away).
+Result<int> FreePort(const std::string& ip, int except) {
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    base::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    if (inet_pton(AF_INET, ip.c_str(), &a.sin_addr) != 1) {
+      return InvalidArgument("store address '{}': expected an IPv4 address", ip);
+    }
+    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      return ErrnoStatus(errno, fmt::format("finding a free port on {}", ip));
+    }
+    socklen_t len = sizeof a;
+    ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len);
+    int port = ntohs(a.sin_port);
+    if (port != except) return port;
+  }
+  return Unavailable("finding a free port on {}: the kernel kept offering {}", ip, except);
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
+}  // namespace
+
+std::vector<GangHost> LocalHosts(int count) {
+  std::vector<GangHost> hosts(std::max(count, 1));
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    hosts[i].name = hosts.size() == 1 ? HostName() : fmt::format("local{}", i);
+    hosts[i].address = "127.0.0.1";
+  }
+  return hosts;
+}
+
+Result<std::vector<GangHost>> VirtualHosts(const vcluster::ClusterState& state, int count) {
+  const auto& plan = state.plan.hosts;
+  if (count > static_cast<int>(plan.size())) {
+    return InvalidArgument("{} hosts wanted, but the virtual cluster '{}' has {}", count,
+                           state.spec().prefix, plan.size());
+  }
+  std::vector<GangHost> hosts;
+  for (int i = 0; i < count; ++i) {
+    vcluster::HostExecution exec = vcluster::ExecutionFor(state, plan[i]);
+    hosts.push_back({.name = plan[i].name,
+                     .address = plan[i].address,
+                     .netns_path = exec.netns_path,
+                     .env = std::move(exec.env)});
+  }
+  return hosts;
+}
+
+std::vector<int> RanksInBlocks(int world_size, int per_host) {
+  std::vector<int> hosts(std::max(world_size, 0));
+  for (int r = 0; r < world_size; ++r) hosts[r] = r / std::max(per_host, 1);
+  return hosts;
+}
+
+std::string RankEnd::ErrorLine() const {
+  const std::string& text = exit.stderr_text;
+  size_t at = text.rfind("railyard: error: ");
+  if (at == std::string::npos) {
+    at = text.find_first_not_of(" \t\r\n");
+    if (at == std::string::npos) return "";
+  }
+  return text.substr(at, text.find('\n', at) - at);
+}
+
+std::string RankEnd::Describe() const {
+  std::string how = exit.signal != 0 ? fmt::format("was killed by signal {} ({})", exit.signal,
+                                                   strsignal(exit.signal))
+                                     : fmt::format("exited with status {}", exit.exit_code);
+  std::string why = stopped_why.empty() ? ErrorLine() : stopped_why;
+  return fmt::format("rank {} (pid {}) {} on {}{}{}", rank, pid, how, host, why.empty() ? "" : ": ",
+                     why);
+}
+
+std::string GangResult::Failures() const {
+  std::string out;
+  for (const RankEnd& r : ranks) {
+    if (!r.ok()) out += "\n  " + r.Describe();
+  }
+  return out;
+}
+
+Result<Gang> Gang::Start(const GangSpec& spec) {
+  const int world = static_cast<int>(spec.rank_hosts.size());
+  if (world < 1 || spec.argv.empty()) {
+    return InvalidArgument("a gang needs at least one rank and a command");
+  }
+  for (int r = 0; r < world; ++r) {
+    int h = spec.rank_hosts[r];
+    if (h < 0 || h >= static_cast<int>(spec.hosts.size()) ||
+        (r > 0 && h < spec.rank_hosts[r - 1])) {
+      return InvalidArgument(
+          "rank {}: host index {} is outside the {} hosts or before rank {}'s (a host's ranks "
+          "are consecutive)",
+          r, h, spec.hosts.size(), r - 1);
+    }
+  }
+  Gang g;
+  g.spec_ = spec;
+  comm::RankEnvironment job = spec.job;
+  if (job.job_secret.empty()) job.job_secret = base::ToHex(base::RandomBytes(16));
+  if (job.job_id.empty()) job.job_id = fmt::format("gang-{}", ::getpid());
+  // Rank 0 serves the store on its host; a fresh namespace has the fixed ports free.
+  const GangHost& first = spec.hosts[spec.rank_hosts[0]];
+  int store_port = spec.store_port, master_port = spec.master_port;
+  if (first.netns_path.empty()) {
+    if (store_port == 0) {
+      RY_ASSIGN_OR_RETURN(store_port, FreePort(first.address, master_port));
+    }
+    if (master_port == 0) {
+      RY_ASSIGN_OR_RETURN(master_port, FreePort(first.address, store_port));
+    }
+  }
+  if (store_port == 0) store_port = 29400;
+  if (master_port == 0) master_port = 29500;
+
+  for (int r = 0; r < world; ++r) {
+    const int h = spec.rank_hosts[r];
+    const GangHost& host = spec.hosts[h];
+    auto first_on_host = std::find(spec.rank_hosts.begin(), spec.rank_hosts.end(), h);
+    comm::RankEnvironment e = job;
+    e.rank = r;
+    e.world_size = world;
+    e.local_rank = r - static_cast<int>(first_on_host - spec.rank_hosts.begin());
+    e.local_world_size =
+        static_cast<int>(std::count(spec.rank_hosts.begin(), spec.rank_hosts.end(), h));
+    e.group_rank = h;
+    e.host = host.name;
+    e.store_address = fmt::format("{}:{}", first.address, store_port);
+    e.store_dir.clear();
+    e.serve_store = r == 0;
+    e.master_addr = first.address;
+    e.master_port = master_port;
+
+    base::SpawnOptions s;
+    s.argv = spec.argv;
+    s.env = e.ToEnv();
+    s.env.insert(s.env.end(), host.env.begin(), host.env.end());
+    s.netns_path = host.netns_path;
+    s.capture_stdout = r != spec.terminal_rank;
+    s.capture_stderr = r != spec.terminal_rank;
+    auto child = base::Child::Spawn(s);
+    if (!child.ok()) {
+      return child.status().WithContext(fmt::format("starting rank {} on {}", r, host.name));
+    }
+    g.environments_.push_back(std::move(e));
+    g.children_.push_back(std::move(*child));
+  }
+  g.ended_.assign(world, false);
+  return g;
+}
+
+void Gang::Record(int rank, base::ExitInfo exit, GangResult& result) {
+  ended_[rank] = true;
+  RankEnd& end = result.ranks[rank];
+  end.exit = std::move(exit);
+  if (!end.ok() && end.stopped_why.empty() && result.first_failed < 0) {
+    result.first_failed = rank;
+  }
+  // A rank whose output is the launcher's printed its error there.
+  if (rank == spec_.terminal_rank && !end.ok() && end.exit.signal == 0 && end.stopped_why.empty()) {
+    end.stopped_why = "its error is printed above";
+  }
+}
+
+void Gang::Stop(const std::vector<int>& ranks, const std::string& why, GangResult& result) {
+  for (int r : ranks) {
+    result.ranks[r].stopped_why = why;
+    children_[r].SignalGroup(SIGTERM);
+  }
+  auto grace = base::Deadline::After(spec_.term_grace);
+  for (int r : ranks) {
+    auto e = children_[r].Wait(grace);
+    Record(r, e.ok() ? std::move(*e) : children_[r].KillAndReap(), result);
+  }
+}
+
+GangResult Gang::Wait(base::Deadline deadline) {
+  GangResult result;
+  for (int r = 0; r < size(); ++r) {
+    result.ranks.push_back({.rank = r, .host = host(r), .pid = children_[r].pid()});
+  }
+  std::optional<base::Deadline> grace;
+  for (;;) {
+    std::vector<int> running;
+    for (int r = 0; r < size(); ++r) {
+      if (!ended_[r]) running.push_back(r);
+    }
+    if (running.empty()) break;
+    // One pass looks at every running rank once and takes about 20 ms in all: a rank's
+    // end is seen within a pass, however many ranks there are.
+    auto slice = std::max<base::Duration>(std::chrono::milliseconds(20) / running.size(),
+                                          std::chrono::milliseconds(1));
+    for (int r : running) {
+      auto e = children_[r].Wait(base::Deadline::Earliest(base::Deadline::After(slice), deadline));
+      if (!e.ok()) continue;
+      Record(r, std::move(*e), result);
+      if (result.first_failed >= 0 && !grace) {
+        grace = base::Deadline::After(spec_.failure_grace);
+      }
+    }
+    running.erase(std::remove_if(running.begin(), running.end(), [&](int r) { return ended_[r]; }),
+                  running.end());
+    if (running.empty()) continue;
+    if (grace && grace->Expired()) {
+      Stop(running,
+           fmt::format("still running {} after rank {} on {} failed (stopped, or hung): "
+                       "killed by the launcher",
+                       base::FormatDuration(spec_.failure_grace), result.first_failed,
+                       host(result.first_failed)),
+           result);
+    } else if (deadline.Expired()) {
+      result.deadline_expired = true;
+      Stop(running, "still running at the launcher's deadline: killed by the launcher", result);
+    }
+  }
+  return result;
+}
+
+}  // namespace railyard::launch

@@ -1,0 +1,145 @@
+// A gang: the rank processes of one job, started together on local or virtual hosts and
+// watched until every one has ended.
+//
+//   GangSpec spec;
+//   spec.argv = {"python3", "train.py"};
+//   spec.hosts = LocalHosts(1);
+//   spec.rank_hosts = RanksInBlocks(4, 4);  // 4 ranks on host 0
+//   RY_ASSIGN_OR_RETURN(Gang gang, Gang::Start(spec));
+//   GangResult done = gang.Wait(base::Deadline::After(std::chrono::hours(1)));
+//   if (!done.ok()) return Unavailable("training failed:{}", done.Failures());
+//
+// Start generates the job secret (unless the spec gives one), chooses the rendezvous store
+// (on rank 0's host; rank 0 serves it) and torchrun's MASTER_ADDR/MASTER_PORT, and spawns one
+// process per rank with its comm::RankEnvironment (comm/rank_env.h) written into its
+// environment. Every rank runs in its own process group, which dies with the launcher.
+//
+// Wait attributes how each rank ended (exit status or signal, and its error line) naming the
+// rank and its host. After the first failure the others get `failure_grace` to end by
+// themselves (a collective peer reports the failed rank within its own deadline); then, and
+// at the deadline, every rank still running is stopped: SIGTERM to its process group,
+// SIGKILL `term_grace` later. Nothing a rank started survives its end.
+//
+// Thread-safety: a Gang is used by one thread at a time, the one that started it (its
+// ranks are that thread's children).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "railyard/base/clock.h"
+#include "railyard/base/status.h"
+#include "railyard/base/subprocess.h"
+#include "railyard/comm/rank_env.h"
+#include "railyard/vcluster/state.h"
+
+namespace railyard::launch {
+
+// Where ranks run.
+struct GangHost {
+  std::string name;        // named in reports; written as RAILYARD_HOST
+  std::string address;     // where the store listens when rank 0 runs here
+  std::string netns_path;  // the host's network namespace; empty: the launcher's own
+  // Set for every rank on the host after its RankEnvironment, so these win over the job's
+  // (vcluster::ExecutionFor's variables, an interface that only this host has).
+  comm::EnvList env;
+};
+
+// This machine as `count` hosts: its own host name for 1, else local0, local1, ... (ranks
+// that pretend to be on different hosts, to exercise the host hierarchy on one machine).
+// All on 127.0.0.1.
+std::vector<GangHost> LocalHosts(int count);
+
+// The first `count` hosts of a virtual cluster, each entered as vcluster::ExecutionFor says.
+// INVALID_ARGUMENT naming the cluster when it has fewer hosts.
+Result<std::vector<GangHost>> VirtualHosts(const vcluster::ClusterState& state, int count);
+
+// The host index of each of `world_size` ranks when consecutive ranks fill a host
+// `per_host` at a time: 0,0,1,1,2 for 5 ranks 2 per host.
+std::vector<int> RanksInBlocks(int world_size, int per_host);
+
+struct GangSpec {
+  std::vector<std::string> argv;  // every rank's command; argv[0] is looked up in PATH
+  std::vector<GangHost> hosts;
+  // The host index of each rank, in rank order, non-decreasing (a host's ranks are
+  // consecutive): its size is the world size.
+  std::vector<int> rank_hosts;
+  // Job-wide fields of every rank's environment: job id (default "gang-<launcher pid>"),
+  // secret (default: 16 random bytes in hex), restart count, checkpoint directory,
+  // progress endpoint, transport. Rank, sizes, host, store and master fields are the
+  // launcher's and are overwritten.
+  comm::RankEnvironment job;
+  // The store's and MASTER_PORT's ports: 0 chooses a free port on rank 0's address when
+  // rank 0 runs in the launcher's namespace, else 29400 and 29500 (a fresh namespace has
+  // them free).
+  int store_port = 0;
+  int master_port = 0;
+  // This rank's stdout and stderr are the launcher's; the others' are captured and their
+  // error line reported. -1: capture every rank's.
+  int terminal_rank = -1;
+  base::Duration failure_grace = std::chrono::seconds(10);
+  base::Duration term_grace = std::chrono::seconds(2);
+};
+
+// How one rank ended.
+struct RankEnd {
+  int rank = 0;
+  std::string host;
+  pid_t pid = -1;  // also its process group
+  base::ExitInfo exit;
+  std::string stopped_why;  // non-empty when the launcher ended it, and why
+
+  bool ok() const { return exit.Succeeded(); }
+  // The rank's own error line: the last "railyard: error: " line of its stderr (log lines
+  // before it are not the cause), else its first non-empty line; "" when none.
+  std::string ErrorLine() const;
+  // "rank 1 (pid 42) was killed by signal 9 (Killed) on node1: <why or error line>".
+  std::string Describe() const;
+};
+
+struct GangResult {
+  std::vector<RankEnd> ranks;  // in rank order
+  int first_failed = -1;       // the rank that failed first; -1: none did
+  bool deadline_expired = false;
+
+  bool ok() const { return first_failed < 0 && !deadline_expired; }
+  // "\n  <Describe()>" for every rank that did not succeed, in rank order.
+  std::string Failures() const;
+};
+
+class Gang {
+ public:
+  // Spawns every rank. INVALID_ARGUMENT for a spec without ranks or with a bad host index;
+  // a rank that cannot be started fails the whole start naming the rank and host (the
+  // ranks already started are killed).
+  static Result<Gang> Start(const GangSpec& spec);
+
+  Gang(Gang&&) noexcept = default;
+  Gang& operator=(Gang&&) noexcept = default;
+  // Kills every rank still running (SIGKILL to its group).
+  ~Gang() = default;
+
+  int size() const { return static_cast<int>(children_.size()); }
+  pid_t pid(int rank) const { return children_[rank].pid(); }
+  const std::string& host(int rank) const { return spec_.hosts[spec_.rank_hosts[rank]].name; }
+  const comm::RankEnvironment& environment(int rank) const { return environments_[rank]; }
+
+  // Waits until every rank has ended, stopping them as the header says. Call once.
+  GangResult Wait(base::Deadline deadline);
+
+ private:
+  Gang() = default;
+  // SIGTERM to each listed rank's group, SIGKILL to those still running `term_grace` later;
+  // records `why` for each.
+  void Stop(const std::vector<int>& ranks, const std::string& why, GangResult& result);
+  void Record(int rank, base::ExitInfo exit, GangResult& result);
+
+  GangSpec spec_;
+  std::vector<comm::RankEnvironment> environments_;
+  std::vector<base::Child> children_;
+  std::vector<bool> ended_;
+};
+
+}  // namespace railyard::launch
