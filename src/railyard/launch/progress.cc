@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -189,27 +190,41 @@ Result<std::unique_ptr<ProgressListener>> ProgressListener::Bind(std::string soc
   RY_ASSIGN_OR_RETURN(sockaddr_un addr, UnixAddress(socket_path));
   base::UniqueFd fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd.valid()) return ErrnoStatus(errno, "progress listener: socket(AF_UNIX, SOCK_DGRAM)");
-  // A socket file left by a supervisor that died would make bind fail with EADDRINUSE.
-  if (::unlink(socket_path.c_str()) != 0 && errno != ENOENT) {
+  // A socket file left by a supervisor that died would make bind fail with EADDRINUSE. Only
+  // a socket is removed: a regular file at a mistyped path is left alone and bind fails.
+  struct stat st {};
+  if (::lstat(socket_path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) &&
+      ::unlink(socket_path.c_str()) != 0 && errno != ENOENT) {
     return ErrnoStatus(errno, fmt::format("progress listener: removing stale {}", socket_path));
   }
   if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
     return ErrnoStatus(errno, fmt::format("progress listener: bind {}", socket_path));
   }
+  if (::lstat(socket_path.c_str(), &st) != 0) {
+    return ErrnoStatus(errno, fmt::format("progress listener: stat {}", socket_path));
+  }
   // Best effort: a larger queue keeps bursts of heartbeats from being dropped.
   ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &options.receive_buffer_bytes,
                sizeof(options.receive_buffer_bytes));
-  return std::unique_ptr<ProgressListener>(
-      new ProgressListener(std::move(fd), std::move(socket_path), options));
+  return std::unique_ptr<ProgressListener>(new ProgressListener(
+      std::move(fd), std::move(socket_path), FileId{st.st_dev, st.st_ino}, options));
 }
 
-ProgressListener::ProgressListener(base::UniqueFd fd, std::string path,
+ProgressListener::ProgressListener(base::UniqueFd fd, std::string path, FileId file,
                                    ProgressListenerOptions options)
-    : fd_(std::move(fd)), path_(std::move(path)), options_(options), ranks_(options.world_size) {}
+    : fd_(std::move(fd)),
+      path_(std::move(path)),
+      file_(file),
+      options_(options),
+      ranks_(options.world_size) {}
 
 ProgressListener::~ProgressListener() {
   fd_.Reset();
-  ::unlink(path_.c_str());
+  // Unless another listener has since taken the path over: its socket is not ours to remove.
+  struct stat st {};
+  if (::lstat(path_.c_str(), &st) == 0 && st.st_dev == file_.dev && st.st_ino == file_.ino) {
+    ::unlink(path_.c_str());
+  }
 }
 
 Result<size_t> ProgressListener::Poll(base::Deadline deadline) {

@@ -119,12 +119,12 @@ struct RankProgress {
 
 class ProgressListener {
  public:
-  // Binds a datagram socket at `socket_path` (its directory must exist; a stale socket file
-  // left there is replaced). INVALID_ARGUMENT for a path longer than sun_path or a
-  // world_size < 1; the OS error naming the path otherwise.
+  // Binds a datagram socket at `socket_path` (its directory must exist; a stale socket left
+  // there is replaced, any other kind of file is not). INVALID_ARGUMENT for a path longer than
+  // sun_path or a world_size < 1; the OS error naming the path otherwise.
   static Result<std::unique_ptr<ProgressListener>> Bind(std::string socket_path,
                                                         ProgressListenerOptions options);
-  ~ProgressListener();  // closes and removes the socket file
+  ~ProgressListener();  // closes, and removes the socket file unless another listener took it
   ProgressListener(const ProgressListener&) = delete;
   ProgressListener& operator=(const ProgressListener&) = delete;
 
@@ -141,12 +141,17 @@ class ProgressListener {
   const std::string& last_malformed() const { return last_malformed_; }
 
  private:
-  ProgressListener(base::UniqueFd fd, std::string path, ProgressListenerOptions options);
+  struct FileId {
+    uint64_t dev = 0, ino = 0;
+  };
+  ProgressListener(base::UniqueFd fd, std::string path, FileId file,
+                   ProgressListenerOptions options);
   void Apply(const ProgressEvent& event, base::Clock::time_point now);
   void Reject(std::string why);
 
   base::UniqueFd fd_;
   std::string path_;
+  FileId file_;  // the socket file we bound, removed on destruction if still ours
   ProgressListenerOptions options_;
   std::vector<RankProgress> ranks_;
   uint64_t received_ = 0;

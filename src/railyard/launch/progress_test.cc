@@ -228,11 +228,20 @@ TEST(ProgressListenerTest, RemovesItsSocketAndReplacesAStaleOne) {
   {
     auto first = ProgressListener::Bind(path, {.world_size = 1});
     ASSERT_TRUE(first.ok());
-    // A second supervisor on a stale path (its predecessor crashed) takes it over.
+    // A second supervisor on a stale path (its predecessor crashed) takes it over, and the
+    // first one, going away, leaves the second one's socket in place.
     auto second = ProgressListener::Bind(path, {.world_size = 1});
     ASSERT_TRUE(second.ok()) << second.status().ToString();
+    first->reset();
+    EXPECT_TRUE(base::PathExists(path));
+    SendRaw(path, "beat 0 1");
+    PollUntil(**second, 1);
   }
   EXPECT_FALSE(base::PathExists(path));
+  // A file that is not a socket is never removed.
+  ASSERT_TRUE(base::WriteFileAtomic(path, "precious").ok());
+  EXPECT_FALSE(ProgressListener::Bind(path, {.world_size = 1}).ok());
+  EXPECT_EQ(*base::ReadFile(path), "precious");
   auto too_long = ProgressListener::Bind(std::string(200, 'a'), {.world_size = 1});
   EXPECT_EQ(too_long.status().code(), StatusCode::kInvalidArgument);
 }
