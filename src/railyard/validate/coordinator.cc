@@ -228,7 +228,8 @@ void AwaitHellos(Run& run) {
   }
   for (int i : pending) {
     HostState& h = run.hosts[i];
-    std::string why = h.handle ? h.handle->ExitReason() : "";
+    // An agent still running only says how long it was waited for; one that ended says how.
+    std::string why = h.handle && !h.handle->Running() ? h.handle->ExitReason() : "";
     h.dead_reason = fmt::format("agent did not connect within {}{}{}",
                                 Seconds(o.agent_connect_timeout), why.empty() ? "" : ": ", why);
     run.Progress("hello", h.name, "UNKNOWN: " + h.dead_reason, ++done, total);

@@ -125,6 +125,7 @@ class ThreadHandle final : public AgentHandle {
 
 struct Faults {
   std::set<std::string> never_start;
+  std::set<std::string> exit_at_start;   // the agent process ends before it says hello
   std::map<std::string, int> die_after;  // host -> tasks it answers
   bool hang = false;                     // die_after hangs instead
   milliseconds idle_timeout{10'000};
@@ -146,6 +147,12 @@ class ThreadStarter final : public AgentStarter {
   Result<std::unique_ptr<AgentHandle>> Start(const AgentInvocation& inv) override {
     if (faults_.never_start.contains(inv.host))
       return std::unique_ptr<AgentHandle>(std::make_unique<ThreadHandle>());
+    if (faults_.exit_at_start.contains(inv.host)) {
+      auto handle = std::make_unique<ThreadHandle>(
+          [] { return Unavailable("cannot reach the store at 198.18.0.1:29400"); });
+      handle->Stop();  // joined: it has ended before the coordinator looks
+      return std::unique_ptr<AgentHandle>(std::move(handle));
+    }
     net::Store* store = &store_;
     if (faults_.tcp) {
       Result<std::unique_ptr<net::Store>> client = net::ConnectTcpStore(
@@ -366,6 +373,7 @@ TEST_F(CoordinatorTest, AgentThatNeverStartsIsUnknownAndTheRunCompletes) {
       EXPECT_EQ(h.overall.verdict, Verdict::kUnknown);
       EXPECT_NE(h.overall.reason.find("did not connect within 2s"), std::string::npos)
           << h.overall.reason;
+      EXPECT_EQ(h.overall.reason.find("still running"), std::string::npos) << h.overall.reason;
       EXPECT_EQ(h.checks.size(), 5u);
       EXPECT_TRUE(h.address.empty());
     } else {
@@ -375,6 +383,18 @@ TEST_F(CoordinatorTest, AgentThatNeverStartsIsUnknownAndTheRunCompletes) {
   EXPECT_TRUE(r.findings.empty()) << Describe(r);
   EXPECT_EQ(r.pairs.size(), 42u);  // the 7 live hosts only
   EXPECT_EQ(r.ExitCode(), 3);
+}
+
+TEST_F(CoordinatorTest, AgentThatEndsBeforeHelloIsUnknownWithHowItEnded) {
+  RunReport r = Validate(LeafCluster({2, 2}, kRate), Healthy, {.exit_at_start = {"n1"}});
+  ASSERT_EQ(r.hosts.size(), 4u);
+  const HostEntry& h = r.hosts[1];
+  ASSERT_EQ(h.name, "n1");
+  EXPECT_EQ(h.overall.verdict, Verdict::kUnknown);
+  EXPECT_NE(h.overall.reason.find("agent ended before it connected: exited: UNAVAILABLE: cannot "
+                                  "reach the store at 198.18.0.1:29400"),
+            std::string::npos)
+      << h.overall.reason;
 }
 
 TEST_F(CoordinatorTest, AgentThatDiesAfterTheNodePhaseIsUnknown) {
