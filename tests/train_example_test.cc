@@ -20,6 +20,7 @@
 #include "railyard/base/hmac.h"
 #include "railyard/base/subprocess.h"
 #include "railyard/base/temp_dir_testing.h"
+#include "railyard/launch/progress.h"
 
 namespace railyard::train_example {
 namespace {
@@ -138,7 +139,7 @@ class TrainExampleTest : public ::testing::Test {
   // Starts `world` ranks the way `railyard bench comm` does (rank 0 serves a TcpStore on a
   // free loopback port, a fresh secret), waits for all, and returns how each ended.
   std::vector<base::ExitInfo> RunGang(int world, const std::vector<std::string>& args,
-                                      int restart_count) {
+                                      int restart_count, const std::string& progress = "") {
     const int port = FreePort();
     const std::string secret = base::ToHex(base::RandomBytes(16));
     std::vector<base::Child> children;
@@ -156,6 +157,7 @@ class TrainExampleTest : public ::testing::Test {
                {"RAILYARD_COMM_TIMEOUT", "20s"},
                {"RAILYARD_RESTART_COUNT", std::to_string(restart_count)}};
       if (r == 0) s.env.push_back({"RAILYARD_STORE_SERVE", "1"});
+      if (!progress.empty()) s.env.push_back({"RAILYARD_PROGRESS", progress});
       auto child = base::Child::Spawn(s);
       EXPECT_TRUE(child.ok()) << child.status().ToString();
       if (!child.ok()) return {};
@@ -185,9 +187,29 @@ class TrainExampleTest : public ::testing::Test {
                      int resume_step = 20) {
     ASSERT_FALSE(tmp_.path().empty());
     const std::string out_a = tmp_.path() + "/a.bin";
-    auto a = RunGang(world, Args(tmp_.path() + "/ckpt-a", out_a), 0);
+    // Run A reports its progress as under the launcher. Nobody drains the socket while it
+    // runs, and the kernel queues only the first few datagrams (net.unix.max_dgram_qlen,
+    // 10 by default) and drops the rest, as the wire allows: those are each rank's start-up
+    // heartbeats and its first steps (a rank cannot finish step k before every rank has
+    // finished step k-1, whose allreduce it needs).
+    launch::ProgressListenerOptions po;
+    po.world_size = world;
+    auto listener = launch::ProgressListener::Bind(tmp_.path() + "/progress.sock", po);
+    ASSERT_TRUE(listener.ok()) << listener.status().ToString();
+    auto a = RunGang(world, Args(tmp_.path() + "/ckpt-a", out_a), 0, (*listener)->path());
     ASSERT_EQ(a.size(), size_t(world));
     for (const auto& e : a) ASSERT_TRUE(e.Succeeded()) << e.stdout_text << e.stderr_text;
+    // The datagrams are queued in the socket already; drain them.
+    while (true) {
+      auto got = (*listener)->Poll(base::Deadline::After(std::chrono::milliseconds(0)));
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      if (*got == 0) break;
+    }
+    EXPECT_EQ((*listener)->malformed(), 0u) << (*listener)->last_malformed();
+    for (int r = 0; r < world; ++r) {
+      EXPECT_TRUE((*listener)->ranks()[r].heard) << "rank " << r;
+      EXPECT_GE((*listener)->ranks()[r].last_step, 1) << "rank " << r;
+    }
     EXPECT_NE(a[0].stdout_text.find("starting at step 0"), std::string::npos) << a[0].stdout_text;
     EXPECT_NE(a[0].stdout_text.find("final weights xxh3"), std::string::npos) << a[0].stdout_text;
 

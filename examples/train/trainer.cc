@@ -18,6 +18,7 @@
 #include "railyard/comm/bootstrap.h"
 #include "railyard/comm/communicator.h"
 #include "railyard/comm/rank_env.h"
+#include "railyard/launch/progress.h"
 #include "railyard/storage/agreement.h"
 #include "railyard/storage/async_saver.h"
 #include "railyard/storage/checkpoint.h"
@@ -236,11 +237,6 @@ Status WriteWeights(const std::string& path, const std::vector<float>& params, u
 
 }  // namespace
 
-void ReportStepProgress(int64_t step) {
-  // The launcher's progress API (launch/progress.h) plugs in here.
-  (void)step;
-}
-
 Status RunTraining(const TrainOptions& options) {
   if (options.steps < 0 || options.batch == 0 || options.data_dir.empty() ||
       options.ckpt_every < 0) {
@@ -250,6 +246,8 @@ Status RunTraining(const TrainOptions& options) {
                       comm::RankEnvironment::FromEnv(comm::ProcessEnv()));
   RY_ASSIGN_OR_RETURN(comm::BootstrapConfig env, comm::BootstrapConfigFrom(rank_env));
   const int restart_count = rank_env.restart_count;
+  RY_ASSIGN_OR_RETURN(launch::ProgressReporter progress,
+                      launch::ProgressReporter::FromEnvironment());
   TrainOptions o = options;
   if (o.ckpt_dir.empty()) o.ckpt_dir = rank_env.ckpt_dir;
   RY_ASSIGN_OR_RETURN(comm::Bootstrapped job,
@@ -257,6 +255,7 @@ Status RunTraining(const TrainOptions& options) {
   comm::Communicator& comm = *job.comm;
   const int rank = comm.rank(), world = comm.size();
 
+  progress.Heartbeat().IgnoreError();  // a lost event is the supervisor's concern, not ours
   RY_RETURN_IF_ERROR(EnsureDataset(o, comm));
   storage::DataReaderOptions ro;
   ro.rank = rank;
@@ -290,6 +289,7 @@ Status RunTraining(const TrainOptions& options) {
           fmt::format("resumed from step {} ({}, restart {})", start, o.ckpt_dir, restart_count));
     }
     RY_ASSIGN_OR_RETURN(saver, OpenSaver(o, env, restart_count, &agreement));
+    progress.Heartbeat().IgnoreError();
   }
   if (start == 0) Say(rank, fmt::format("starting at step 0 (restart {})", restart_count));
 
@@ -331,7 +331,7 @@ Status RunTraining(const TrainOptions& options) {
     const float inv_world = 1.0f / static_cast<float>(world);
     for (float& g : grad) g *= inv_world;
     SgdStep(sgd, n_params, grad.data(), t.velocity.data(), t.params.data());
-    ReportStepProgress(step);
+    progress.Step(step).IgnoreError();
     if (rank == 0 && o.log_every > 0 && (step == 1 || step % o.log_every == 0 || step == o.steps)) {
       Say(rank, fmt::format("step {} loss {:.6f}", step, grad[n_params]));
     }

@@ -17,6 +17,10 @@
 // as the hierarchical algorithm would), and every rank receives the same bits; the data
 // position, the RNG and the momentum are restored exactly.
 //
+// Progress: every rank reports each finished step, and a heartbeat after each slow phase of
+// start-up, to its launcher's supervisor (launch/progress.h, RAILYARD_PROGRESS), which
+// detects hangs and stragglers from them; without the variable nothing is sent.
+//
 // Output (stdout, rank 0 unless noted): "resumed from step N" or "starting at step 0",
 // "step N loss L" lines, and "final weights xxh3 <16 hex> (<count> floats)". The end of
 // the run checks that every rank holds the same weights (an allgather of their checksums).
@@ -57,10 +61,5 @@ struct TrainOptions {
 // failed peer (comm names the rank and host), a checkpoint that cannot be saved or loaded,
 // weights that differ between ranks at the end (INTERNAL naming them).
 Status RunTraining(const TrainOptions& options);
-
-// Called after every finished step. A hook for the launcher's progress API
-// (launch/progress.h): heartbeats and step times that let the supervisor detect a hang or a
-// straggler.
-void ReportStepProgress(int64_t step);
 
 }  // namespace railyard::train_example
