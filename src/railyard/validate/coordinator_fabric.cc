@@ -21,8 +21,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr milliseconds kMargin{3'000};
-
 // `c` with only the nodes named, in that order, and every switch (indices kept). Nullopt when
 // a host is not in it.
 std::optional<topo::Cluster> Restrict(const topo::Cluster& c,
@@ -95,7 +93,7 @@ std::set<int> Reachability(Run& run, const Fabric& f, const PlannedCheck& pc) {
     xs.push_back({.host = f.live[i], .task = std::move(t)});
   }
   run.Progress("fabric", "", "reachability", 0, static_cast<int>(xs.size()));
-  run.Send(xs, pc.timeout + kMargin, "fabric");
+  run.Send(xs, pc.timeout + kTaskMargin, "fabric");
   // failed[{a, b}] (local, a < b): why the pair could not connect, either way.
   std::map<std::pair<int, int>, std::string> failed;
   std::vector<int> total(f.live.size(), 0), bad(f.live.size(), 0);
@@ -164,7 +162,7 @@ void Latency(Run& run, const Fabric& f, const std::set<int>& out, const PlannedC
     xs.push_back({.host = f.live[i], .task = std::move(t)});
   }
   run.Progress("fabric", "", "latency", 0, static_cast<int>(xs.size()));
-  run.Send(xs, pc.timeout + kMargin, "fabric");
+  run.Send(xs, pc.timeout + kTaskMargin, "fabric");
   std::vector<std::vector<double>> rtts(f.live.size());
   for (const Exchange& x : xs) {
     if (!x.result) continue;

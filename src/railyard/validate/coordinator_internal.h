@@ -19,6 +19,11 @@
 
 namespace railyard::validate::internal {
 
+// Added to a check's timeout for the answer of a task that runs it on the agents (fabric,
+// storage, collective phases): the store round trips and the agent's own start-up of the task
+// must not turn a check that finished within its timeout into a dead host.
+inline constexpr std::chrono::milliseconds kTaskMargin{3'000};
+
 struct HostState {
   std::string name;
   bool live = false;  // said hello and has answered every task so far

@@ -21,8 +21,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr milliseconds kMargin{3'000};
-
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -217,10 +215,10 @@ void RunStoragePhase(Run& run) {
   s.meta = s.write;
   for (size_t i = 0; i < live.size(); ++i) s.figures[i].host = live[i];
   if (!skip_tp) {
-    s.Write(o, tp->timeout + kMargin);
-    s.Read(o, tp->timeout + kMargin);
+    s.Write(o, tp->timeout + kTaskMargin);
+    s.Read(o, tp->timeout + kTaskMargin);
   }
-  s.Metadata(items, (skip_md ? milliseconds(10'000) : md->timeout) + kMargin);
+  s.Metadata(items, (skip_md ? milliseconds(10'000) : md->timeout) + kTaskMargin);
   for (size_t i = 0; i < live.size(); ++i) {
     StorageFigure& f = s.figures[i];
     for (const Status* st : {&s.write[i], &s.read[i], &s.meta[i]}) {
@@ -269,7 +267,7 @@ Outcome Allreduce(Run& run, const PlannedCheck& pc) {
                            .iters = params->iters}});
   }
   run.Progress("collective", "", fmt::format("allreduce over {} hosts", live.size()));
-  run.Send(xs, pc.timeout + kMargin, "collective");
+  run.Send(xs, pc.timeout + kTaskMargin, "collective");
   for (const Exchange& x : xs) {
     if (!x.result) {
       return Outcome::Unknown(
