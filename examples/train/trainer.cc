@@ -15,6 +15,7 @@
 #include "railyard/base/checksum.h"
 #include "railyard/base/clock.h"
 #include "railyard/base/files.h"
+#include "railyard/base/hmac.h"
 #include "railyard/comm/bootstrap.h"
 #include "railyard/comm/communicator.h"
 #include "railyard/comm/rank_env.h"
@@ -187,18 +188,21 @@ std::string MetaOr(const std::map<std::string, std::string>& meta, const std::st
 }
 
 Result<std::unique_ptr<storage::AsyncSaver>> OpenSaver(
-    const TrainOptions& o, const comm::BootstrapConfig& env, int restart_count,
+    const TrainOptions& o, const comm::BootstrapConfig& env, comm::Communicator& comm,
     std::unique_ptr<storage::RankAgreement>* agreement) {
   RY_RETURN_IF_ERROR(base::MakeDirs(o.ckpt_dir));
   // The ranks agree through marker files in the checkpoint directory: the agreement runs on
   // the saver's background thread, where a collective on the training communicator would
-  // interleave with the training thread's allreduces differently on each rank.
-  RY_ASSIGN_OR_RETURN(
-      auto file_agreement,
-      storage::FileAgreement::Create(storage::DefaultFs(), o.ckpt_dir,
-                                     fmt::format("{}-restart{}", env.job_id, restart_count),
-                                     env.rank, env.world_size));
-  *agreement = std::move(file_agreement);
+  // interleave with the training thread's allreduces differently on each rank. Its run id
+  // must differ from every earlier run's (whose markers may still lie there): the job id
+  // alone repeats when a program is started again by hand, so rank 0 adds a random nonce.
+  int64_t nonce = 0;
+  if (comm.rank() == 0) std::memcpy(&nonce, base::RandomBytes(sizeof nonce).data(), sizeof nonce);
+  RY_RETURN_IF_ERROR(comm.Broadcast(&nonce, 1, comm::DataType::kI64, 0));
+  RY_ASSIGN_OR_RETURN(*agreement, storage::FileAgreement::Create(
+                                      storage::DefaultFs(), o.ckpt_dir,
+                                      fmt::format("{}-{:016x}", env.job_id, uint64_t(nonce)),
+                                      env.rank, env.world_size));
   storage::WriterOptions w;
   w.dir = o.ckpt_dir;
   w.rank = env.rank;
@@ -288,7 +292,7 @@ Status RunTraining(const TrainOptions& options) {
       Say(rank,
           fmt::format("resumed from step {} ({}, restart {})", start, o.ckpt_dir, restart_count));
     }
-    RY_ASSIGN_OR_RETURN(saver, OpenSaver(o, env, restart_count, &agreement));
+    RY_ASSIGN_OR_RETURN(saver, OpenSaver(o, env, comm, &agreement));
     progress.Heartbeat().IgnoreError();
   }
   if (start == 0) Say(rank, fmt::format("starting at step 0 (restart {})", restart_count));
