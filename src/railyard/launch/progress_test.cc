@@ -1,8 +1,11 @@
 #include "railyard/launch/progress.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -11,6 +14,7 @@
 #include <thread>
 
 #include "railyard/base/temp_dir_testing.h"
+#include "railyard/launch/supervisor_policy.h"
 
 namespace railyard::launch {
 namespace {
@@ -173,6 +177,67 @@ TEST(ProgressListenerTest, AFullQueueDropsTheEventWithoutBlocking) {
   EXPECT_NE(st.message().find("dropped"), std::string::npos) << st.ToString();
   PollUntil(**listener, 1);
   EXPECT_TRUE((*listener)->ranks()[0].heard);
+}
+
+// The listener and the policy together on a real process: a rank that beats, is stopped
+// (SIGSTOP keeps its process but silences it) and is reported hung once T has passed since
+// its last beat; then killed, and reported as killed by SIGKILL.
+TEST(ProgressListenerTest, StoppedRankProcessIsHungThenKilledIsNamed) {
+  base::ScopedTempDir dir("progress");
+  auto listener = ProgressListener::Bind(dir.Sub("p.sock"), {.world_size = 1});
+  ASSERT_TRUE(listener.ok()) << listener.status().ToString();
+  base::Clock::time_point started = base::Clock::now();
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto reporter = ProgressReporter::Connect((*listener)->path(), 0);
+    // Beats every 5 ms for at most a minute, so it cannot outlive a failed test for long.
+    for (int i = 0; reporter.ok() && i < 12000; ++i) {
+      reporter->Heartbeat().IgnoreError();
+      ::usleep(5000);
+    }
+    ::_exit(0);
+  }
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      if (pid <= 0) return;  // never kill(-1, ...): that would signal every process of ours
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } reap{pid};
+  PollUntil(**listener, 1);
+  ASSERT_EQ(::kill(pid, SIGSTOP), 0);
+
+  const auto kTimeout = 300ms;
+  SupervisorPolicy policy({.heartbeat_timeout = kTimeout});
+  std::vector<SupervisorEvent> events;
+  base::Deadline guard = base::Deadline::After(30s);
+  while (events.empty() && !guard.Expired()) {
+    ASSERT_TRUE((*listener)->Poll(base::Deadline::After(20ms)).ok());
+    Observations obs{.now = base::Clock::now(), .started = started};
+    obs.ranks.push_back({.rank = 0, .host = "local"});
+    ObserveProgress((*listener)->ranks(), &obs.ranks);
+    events = policy.Evaluate(obs);
+  }
+  ASSERT_EQ(events.size(), 1u);
+  ASSERT_TRUE(std::holds_alternative<RankHung>(events[0])) << DescribeEvent(events[0]);
+  EXPECT_EQ(std::get<RankHung>(events[0]).rank, 0);
+  EXPECT_GE(std::get<RankHung>(events[0]).silent_for, kTimeout);
+  EXPECT_NE(DescribeEvent(events[0]).find("rank 0 on local hung"), std::string::npos);
+
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  reap.pid = 0;  // reaped
+  ASSERT_TRUE(WIFSIGNALED(status));
+  Observations obs{.now = base::Clock::now(), .started = started};
+  obs.ranks.push_back({.rank = 0,
+                       .host = "local",
+                       .exit = RankExit{.signal = WTERMSIG(status), .at = base::Clock::now()}});
+  events = policy.Evaluate(obs);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(DescribeEvent(events[0]), "rank 0 on local was killed by SIGKILL");
 }
 
 TEST(ProgressListenerTest, MalformedDatagramsAreCountedNotFatal) {

@@ -92,6 +92,18 @@ const SupervisorEvent* FirstFailure(const std::vector<SupervisorEvent>& events) 
   return first;
 }
 
+void ObserveProgress(const std::vector<RankProgress>& progress,
+                     std::vector<RankObservation>* ranks) {
+  for (RankObservation& r : *ranks) {
+    if (r.rank < 0 || r.rank >= static_cast<int>(progress.size())) continue;
+    const RankProgress& p = progress[r.rank];
+    if (!p.heard) continue;
+    r.last_heartbeat = p.last_heard;
+    r.last_step = p.last_step;
+    r.step_times.assign(p.step_times.begin(), p.step_times.end());
+  }
+}
+
 std::vector<std::string> RankHosts(const std::vector<std::string>& hosts, int nproc_per_host) {
   std::vector<std::string> out;
   for (const std::string& h : hosts) out.insert(out.end(), std::max(nproc_per_host, 0), h);

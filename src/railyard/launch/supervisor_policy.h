@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "railyard/base/clock.h"
+#include "railyard/launch/progress.h"
 
 namespace railyard::launch {
 
@@ -139,6 +140,12 @@ struct RecoveryDecision {
   std::vector<std::string> spares;  // spares still unused
   int restart_count = 0;            // the next attempt's TORCHELASTIC_RESTART_COUNT
 };
+
+// Copies what a ProgressListener knows into the observations of the same ranks (matched by
+// RankObservation::rank; ranks it never heard from keep no heartbeat): the last time heard,
+// the last step and the step durations.
+void ObserveProgress(const std::vector<RankProgress>& progress,
+                     std::vector<RankObservation>* ranks);
 
 // The host of each rank for a host list (hosts[r / nproc_per_host]).
 std::vector<std::string> RankHosts(const std::vector<std::string>& hosts, int nproc_per_host);

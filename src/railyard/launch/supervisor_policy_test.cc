@@ -250,5 +250,19 @@ TEST(SupervisorPolicyTest, ExhaustedBudgetEndsNamingTheCause) {
   EXPECT_EQ(d.reason, "rank 0 on spare1 was killed by SIGSEGV; the restart budget of 2 is spent");
 }
 
+TEST(SupervisorPolicyTest, ObservesWhatTheListenerHeard) {
+  std::vector<RankProgress> progress(2);
+  progress[1].heard = true;
+  progress[1].last_heard = At(7s);
+  progress[1].last_step = 4;
+  progress[1].step_times = {1s, 2s};
+  std::vector<RankObservation> ranks = {{.rank = 0, .host = "a"}, {.rank = 1, .host = "a"}};
+  ObserveProgress(progress, &ranks);
+  EXPECT_FALSE(ranks[0].last_heartbeat.has_value());
+  EXPECT_EQ(ranks[1].last_heartbeat, At(7s));
+  EXPECT_EQ(ranks[1].last_step, 4);
+  EXPECT_EQ(ranks[1].step_times, (std::vector<base::Duration>{1s, 2s}));
+}
+
 }  // namespace
 }  // namespace railyard::launch
