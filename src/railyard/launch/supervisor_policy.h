@@ -155,9 +155,10 @@ class SupervisorPolicy {
   explicit SupervisorPolicy(SupervisorOptions options) : options_(options) {}
   const SupervisorOptions& options() const { return options_; }
 
-  // Events in this snapshot, in rank order with host losses first. Ranks on a lost host and
-  // ranks that have exited are not also reported as hung; a clean exit is an event; ranks
-  // with no step times take no part in the straggler median.
+  // Events in this snapshot: host losses, then exits and hangs in rank order, then
+  // stragglers. Ranks on a lost host and ranks that have exited are not also reported as
+  // hung, and hung ranks are not stragglers; a clean exit is an event; ranks with no step
+  // times take no part in the straggler median (which needs at least two ranks).
   std::vector<SupervisorEvent> Evaluate(const Observations& obs) const;
 
   // After a failed attempt on `hosts` with `spares` unused, `restarts_done` restarts so far:
