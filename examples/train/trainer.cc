@@ -80,13 +80,17 @@ std::string ConfigString(const TrainOptions& o, int world_size) {
                      o.inputs, o.hidden, o.batch, o.seed, o.samples, o.lr, o.momentum, world_size);
 }
 
+storage::SyntheticSpec SyntheticSpecFor(const TrainOptions& o) {
+  return {.samples = o.samples,
+          .min_bytes = uint64_t(o.inputs),
+          .max_bytes = uint64_t(o.inputs),
+          .seed = o.seed};
+}
+
 // Rank 0 packs the synthetic data set into options.data_dir unless one is there; every rank
 // then checks it is the one these options describe.
 Status EnsureDataset(const TrainOptions& o, comm::Communicator& comm) {
-  storage::SyntheticSpec spec{.samples = o.samples,
-                              .min_bytes = uint64_t(o.inputs),
-                              .max_bytes = uint64_t(o.inputs),
-                              .seed = o.seed};
+  const storage::SyntheticSpec spec = SyntheticSpecFor(o);
   Status packed;
   if (comm.rank() == 0) {
     auto index = storage::DatasetIndex::Load(o.data_dir);
@@ -114,6 +118,20 @@ Status EnsureDataset(const TrainOptions& o, comm::Communicator& comm) {
         "data set '{}' holds {} samples of {} bytes; this run expects {} of {} (--data names "
         "another run's data: use a fresh directory)",
         o.data_dir, index.num_samples(), index.entry(0).length, o.samples, o.inputs);
+  }
+  return Status::Ok();
+}
+
+// A data set packed from another seed has the same shape: its first sample tells them apart.
+Status CheckFirstSample(const TrainOptions& o, const storage::DataReader& reader) {
+  std::string got, want;
+  RY_RETURN_IF_ERROR(reader.ReadSample(0, &got));
+  storage::FillSyntheticSample(SyntheticSpecFor(o), 0, &want);
+  if (got != want) {
+    return FailedPrecondition(
+        "data set '{}' was not packed from --seed {} (its first sample differs): use a fresh "
+        "directory",
+        o.data_dir, o.seed);
   }
   return Status::Ok();
 }
@@ -269,6 +287,7 @@ Status RunTraining(const TrainOptions& options) {
   ro.threads = 1;
   ro.prefetch = 2;
   RY_ASSIGN_OR_RETURN(auto reader, storage::DataReader::Open(o.data_dir, ro));
+  RY_RETURN_IF_ERROR(CheckFirstSample(o, *reader));
 
   const Mlp mlp({.inputs = o.inputs, .hidden = o.hidden});
   const Teacher teacher(o.inputs, o.seed);
