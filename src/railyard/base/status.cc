@@ -77,6 +77,7 @@ Status ErrnoStatus(int err, std::string_view what) {
       break;
     case EACCES:
     case EPERM:
+    case EROFS:  // a read-only file system refuses the write as a permission would
       code = StatusCode::kPermissionDenied;
       break;
     case ENOSPC:

@@ -71,5 +71,13 @@ TEST(StatusTest, ErrnoMapping) {
       << s.message();
 }
 
+TEST(StatusTest, ReadOnlyFileSystemIsPermissionDeniedAndSaysSo) {
+  Status s = ErrnoStatus(EROFS, "create '/scratch/ry-ior-0.dat'");
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(s.message().find("create '/scratch/ry-ior-0.dat': Read-only file system (EROFS)"),
+            std::string::npos)
+      << s.message();
+}
+
 }  // namespace
 }  // namespace railyard

@@ -21,15 +21,6 @@ constexpr std::string_view kFilePrefix = "ry-ior-";
 constexpr std::string_view kFileSuffix = ".dat";
 constexpr std::string_view kMetadataDir = "ry-mdtest";
 
-// The header's contract: ErrnoStatus leaves EROFS INTERNAL ("Read-only file system (EROFS)");
-// a read-only directory is a directory that refuses writes, as EACCES is.
-Status AsWriteError(Status s) {
-  if (s.code() == StatusCode::kInternal && s.message().find("(EROFS)") != std::string::npos) {
-    return Status(StatusCode::kPermissionDenied, s.message());
-  }
-  return s;
-}
-
 Status CheckOptions(const StorageProbeOptions& o) {
   if (o.dir.empty()) return InvalidArgument("storage probe: no directory given");
   if (o.files < 1 || o.bytes_per_file == 0 || o.block_bytes == 0) {
@@ -129,8 +120,7 @@ Result<StorageRate> WriteOwnFiles(const StorageProbeOptions& o) {
   RY_RETURN_IF_ERROR(CheckOptions(o));
   Fs& fs = *storage::DefaultFs();
   RY_ASSIGN_OR_RETURN(AlignedBuffer block, PatternBlock(o.block_bytes));
-  Status made = storage::MakeDirs(fs, o.dir);
-  if (!made.ok()) return AsWriteError(std::move(made));
+  RY_RETURN_IF_ERROR(storage::MakeDirs(fs, o.dir));
   auto start = base::Clock::now();
   for (int i = 0; i < o.files; ++i) {
     std::string path = o.dir + "/" + StorageProbeFileName(i);
@@ -139,7 +129,7 @@ Result<StorageRate> WriteOwnFiles(const StorageProbeOptions& o) {
       // A partial file would make the neighbour's read fail DATA_LOSS, blaming the reader;
       // gone, the read says NOT_FOUND and the caller blames this writer.
       fs.RemoveFile(path).IgnoreError();
-      return AsWriteError(std::move(s));
+      return s;
     }
   }
   return Rate(o.bytes_per_file * static_cast<uint64_t>(o.files), o.files, start);
@@ -175,8 +165,7 @@ Result<MetadataRate> MetadataProbe(const std::string& dir, int items, base::Dead
   }
   Fs& fs = *storage::DefaultFs();
   const std::string md = dir + "/" + std::string(kMetadataDir);
-  Status made = storage::MakeDirs(fs, md);
-  if (!made.ok()) return AsWriteError(std::move(made));
+  RY_RETURN_IF_ERROR(storage::MakeDirs(fs, md));
   auto item = [&](int i) { return fmt::format("{}/f{}", md, i); };
   enum Phase { kCreate, kStat, kUnlink };
   constexpr const char* kPhaseName[] = {"create", "stat", "unlink"};
@@ -204,7 +193,7 @@ Result<MetadataRate> MetadataProbe(const std::string& dir, int items, base::Dead
                                     : one(p, i);
       if (!s.ok()) {
         storage::RemoveTree(fs, md).IgnoreError();
-        return AsWriteError(std::move(s));
+        return s;
       }
     }
     seconds[p] = base::SecondsSince(start);
