@@ -8,8 +8,8 @@
 // gradient of its local batch; sums the gradients with a ring allreduce and divides by the
 // world size; takes an SGD-with-momentum step. Every `ckpt_every` steps it saves, without
 // waiting for the disk (storage/async_saver.h), the model, the momentum, the data reader's
-// position, its RNG state and the step. On start it resumes from the newest checkpoint in
-// `ckpt_dir` that verifies.
+// position, its RNG state and the step (every rank all tensors: one replica per rank). On start it
+// resumes from the newest checkpoint in `ckpt_dir` that verifies.
 //
 // Why the result is bit-identical across restarts: the math runs in a fixed order (mlp.h);
 // the allreduce is forced to the ring, whose per-element summation chain depends only on
@@ -21,8 +21,9 @@
 // start-up, to its launcher's supervisor (launch/progress.h, RAILYARD_PROGRESS), which
 // detects hangs and stragglers from them; without the variable nothing is sent.
 //
-// Output (stdout, rank 0 unless noted): "resumed from step N" or "starting at step 0",
-// "step N loss L" lines, and "final weights xxh3 <16 hex> (<count> floats)". The end of
+// Output (stdout, lines "rank R: ..."): every rank says "resumed from step N" or "starting at
+// step 0"; rank 0 prints "step N loss L" lines and "final weights xxh3 <16 hex> (<count>
+// floats)". The end of
 // the run checks that every rank holds the same weights (an allgather of their checksums).
 //
 // Thread-safety: RunTraining is the whole program; call it once per process.
