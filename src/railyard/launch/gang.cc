@@ -157,6 +157,10 @@ Result<Gang> Gang::Start(const GangSpec& spec) {
     e.serve_store = r == 0;
     e.master_addr = first.address;
     e.master_port = master_port;
+    // So that environment(r) is what the rank reads back, the host's own variables included.
+    for (const auto& [name, value] : host.env) {
+      if (name == "RAILYARD_VHOST") e.virtual_host = value;
+    }
 
     base::SpawnOptions s;
     s.argv = spec.argv;

@@ -6,12 +6,14 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "railyard/base/strings.h"
+#include "railyard/vcluster/bandwidth_matrix.h"
 
 namespace railyard::launch {
 namespace {
@@ -148,15 +150,45 @@ TEST_F(GangTest, AHungRankIsKilledAtTheDeadlineLeavingNoProcess) {
   auto gang = Gang::Start(
       ThreeRanks("if [ \"$RANK\" = 1 ]; then trap '' TERM; sleep 1000 & wait; fi; exit 0"));
   ASSERT_TRUE(gang.ok()) << gang.status().ToString();
-  GangResult done = gang->Wait(base::Deadline::After(std::chrono::milliseconds(500)));
+  GangResult done = gang->Wait(base::Deadline::After(std::chrono::seconds(2)));
   EXPECT_TRUE(done.deadline_expired);
   EXPECT_EQ(done.first_failed, -1);
-  EXPECT_TRUE(done.ranks[0].ok());
-  EXPECT_TRUE(done.ranks[2].ok());
+  // The others exit by themselves; only on a machine too loaded to run them by the deadline
+  // are they stopped with rank 1.
+  for (int r : {0, 2}) {
+    EXPECT_TRUE(done.ranks[r].ok() ||
+                done.ranks[r].stopped_why.find("deadline") != std::string::npos)
+        << done.ranks[r].Describe();
+  }
   EXPECT_EQ(done.ranks[1].exit.signal, SIGKILL);
   EXPECT_NE(done.ranks[1].Describe().find("deadline: killed by the launcher"), std::string::npos)
       << done.ranks[1].Describe();
   for (int r = 0; r < 3; ++r) EXPECT_TRUE(GroupIsGone(gang->pid(r))) << "rank " << r;
+}
+
+TEST_F(GangTest, VirtualHostsAreEnteredAsVclusterExecEntersThem) {
+  vcluster::ClusterSpec cs;
+  cs.prefix = "rgt";
+  cs.hosts = 3;
+  vcluster::ClusterState state;
+  state.plan = vcluster::MakePlan(cs);
+  auto hosts = VirtualHosts(state, 2);
+  ASSERT_TRUE(hosts.ok()) << hosts.status().ToString();
+  ASSERT_EQ(hosts->size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const GangHost& h = (*hosts)[i];
+    EXPECT_EQ(h.name, state.plan.hosts[i].name);
+    EXPECT_EQ(h.address, state.plan.hosts[i].address);
+    EXPECT_EQ(h.netns_path, vcluster::ExecutionFor(state, state.plan.hosts[i]).netns_path);
+    EXPECT_FALSE(h.netns_path.empty());
+    EXPECT_NE(std::find(h.env.begin(), h.env.end(),
+                        std::pair<std::string, std::string>("RAILYARD_VHOST", h.name)),
+              h.env.end());
+  }
+  auto too_many = VirtualHosts(state, 4);
+  EXPECT_EQ(too_many.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(too_many.status().message().find("'rgt' has 3"), std::string::npos)
+      << too_many.status().ToString();
 }
 
 TEST_F(GangTest, ACommandThatCannotStartIsNamedWithRankAndHost) {
