@@ -432,7 +432,11 @@ Result<RunReport> RunValidation(const CoordinatorOptions& options) {
   run.report.plan = options.plan->name;
   run.report.started = NowIso8601();
   for (const std::string& name : options.hosts) {
-    HostState h{.name = name, .profile = options.plan->ProfileFor(name)};
+    // Assigned rather than designated-initialised: GCC 12 then warns that the hello's
+    // strings, left to their defaults, "may be used uninitialized".
+    HostState h;
+    h.name = name;
+    h.profile = options.plan->ProfileFor(name);
     int node = options.cluster != nullptr ? options.cluster->FindNode(name) : -1;
     if (node >= 0) h.profile = ResolveProfile(h.profile, *options.cluster, node);
     run.report.hosts.push_back({.name = name, .profile = h.profile.name});
