@@ -39,6 +39,17 @@ Result<int> FreePort(const std::string& ip, int except) {
   return Unavailable("finding a free port on {}: the kernel kept offering {}", ip, except);
 }
 
+// Whether `pid` is stopped (SIGSTOP, a debugger): then it cannot act on SIGTERM, and waiting
+// for it to do so only delays the SIGKILL that will end it.
+bool IsStopped(pid_t pid) {
+  auto stat = base::ReadFile(fmt::format("/proc/{}/stat", pid));
+  if (!stat.ok()) return false;
+  size_t paren = stat->rfind(')');  // the command name may hold spaces and parentheses
+  if (paren == std::string::npos || paren + 2 >= stat->size()) return false;
+  char state = (*stat)[paren + 2];
+  return state == 'T' || state == 't';
+}
+
 std::string HostName() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
@@ -197,9 +208,11 @@ void Gang::Stop(const std::vector<int>& ranks, const std::string& why, GangResul
   for (int r : ranks) {
     result.ranks[r].stopped_why = why;
     children_[r].SignalGroup(SIGTERM);
+    if (IsStopped(children_[r].pid())) Record(r, children_[r].KillAndReap(), result);
   }
   auto grace = base::Deadline::After(spec_.term_grace);
   for (int r : ranks) {
+    if (ended_[r]) continue;
     auto e = children_[r].Wait(grace);
     Record(r, e.ok() ? std::move(*e) : children_[r].KillAndReap(), result);
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "railyard/base/strings.h"
+#include "railyard/base/temp_dir_testing.h"
 #include "railyard/vcluster/bandwidth_matrix.h"
 
 namespace railyard::launch {
@@ -163,6 +164,31 @@ TEST_F(GangTest, AHungRankIsKilledAtTheDeadlineLeavingNoProcess) {
   EXPECT_EQ(done.ranks[1].exit.signal, SIGKILL);
   EXPECT_NE(done.ranks[1].Describe().find("deadline: killed by the launcher"), std::string::npos)
       << done.ranks[1].Describe();
+  for (int r = 0; r < 3; ++r) EXPECT_TRUE(GroupIsGone(gang->pid(r))) << "rank " << r;
+}
+
+// A stopped rank cannot act on SIGTERM: it is SIGKILLed at once rather than after the term
+// grace (long here, so a regression shows as a slow case).
+TEST_F(GangTest, AStoppedRankIsKilledWithoutWaitingForSigterm) {
+  base::ScopedTempDir tmp("gang");
+  ASSERT_FALSE(tmp.path().empty());
+  // Rank 1 publishes its pid and stops itself; rank 0 fails once it sees rank 1 stopped.
+  GangSpec spec =
+      ThreeRanks(fmt::format("d={}; case $RANK in "
+                             "1) echo $$ > $d/p.tmp && mv $d/p.tmp $d/p; kill -STOP $$ ;; "
+                             "0) until [ -s $d/p ]; do :; done; p=$(cat $d/p); "
+                             "until grep -q '^State:.T' /proc/$p/status; do :; done; exit 3 ;; "
+                             "*) sleep 1000 ;; esac",
+                             tmp.path()));
+  spec.term_grace = std::chrono::seconds(30);
+  auto gang = Gang::Start(spec);
+  ASSERT_TRUE(gang.ok()) << gang.status().ToString();
+  GangResult done = gang->Wait(base::Deadline::After(kBound));
+  EXPECT_EQ(done.first_failed, 0);
+  EXPECT_EQ(done.ranks[0].exit.exit_code, 3);
+  EXPECT_EQ(done.ranks[1].exit.signal, SIGKILL) << done.ranks[1].Describe();
+  EXPECT_NE(done.ranks[1].Describe().find("killed by the launcher"), std::string::npos);
+  EXPECT_EQ(done.ranks[2].exit.signal, SIGTERM) << done.ranks[2].Describe();
   for (int r = 0; r < 3; ++r) EXPECT_TRUE(GroupIsGone(gang->pid(r))) << "rank " << r;
 }
 
