@@ -96,7 +96,7 @@ RY_DEFINE_STATUS_CTOR(Unimplemented, kUnimplemented)
 RY_DEFINE_STATUS_CTOR(Internal, kInternal)
 #undef RY_DEFINE_STATUS_CTOR
 
-// A Status from errno: the code follows the errno (ENOENT -> NOT_FOUND, EACCES/EPERM ->
+// A Status from errno: the code follows the errno (ENOENT -> NOT_FOUND, EACCES/EPERM/EROFS ->
 // PERMISSION_DENIED, ENOSPC/EMFILE/ENOMEM -> RESOURCE_EXHAUSTED, ETIMEDOUT -> DEADLINE_EXCEEDED,
 // ECONNREFUSED/ECONNRESET/EHOSTUNREACH -> UNAVAILABLE, else INTERNAL) and the message is
 // "what: strerror (ERRNAME)".

@@ -234,8 +234,6 @@ TEST(ReportJunit, VerdictsMapToElementsWithReasons) {
 }
 
 TEST(ReportJunit, EscapesMarkupAndControlCharacters) {
-  EXPECT_EQ(XmlEscape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&apos;");
-  EXPECT_EQ(XmlEscape(std::string("x\x01y\tz\n", 6)), "x?y\tz\n");
   RunReport r = SampleReport();
   r.hosts[0].name = "odd<&>\"host";
   r.hosts[1].checks[1].outcome = Outcome::Fail(std::string("tool said \x1b[31mno\x1b[0m"));
