@@ -141,20 +141,15 @@ struct Resume {
   std::map<std::string, std::string> metadata;
 };
 
-// Steps newer than the one resumed from failed to load: the run will save those step numbers
-// again. Each is renamed to a ".tmp-" name, which the checkpoint writer's start-up removes
-// as a leftover (the fallback note above says why it was discarded).
-Status DiscardNewerSteps(const std::string& dir, int64_t resumed) {
-  storage::Fs& fs = *storage::DefaultFs();
-  RY_ASSIGN_OR_RETURN(std::vector<int64_t> steps, storage::ListStepDirs(fs, dir));
-  for (int64_t step : steps) {
-    if (step <= resumed) continue;
-    const std::string from = dir + "/" + storage::StepDirName(step);
-    const std::string to = dir + "/.tmp-discarded-" + storage::StepDirName(step);
-    RY_RETURN_IF_ERROR(fs.Rename(from, to));
-    Say(0, fmt::format("discarded step {} (it does not load; it will be saved again)", step));
+// Steps newer than the resumed one do not load; they move aside (storage keeps them for
+// inspection) so that this run can save those step numbers again.
+Status SetAsideNewerSteps(const std::string& dir, int64_t resumed) {
+  RY_ASSIGN_OR_RETURN(std::vector<int64_t> moved,
+                      storage::SetAsideStepsAfter(*storage::DefaultFs(), dir, resumed));
+  for (int64_t step : moved) {
+    Say(0, fmt::format("set aside step {} (it does not load; it will be saved again)", step));
   }
-  return fs.SyncDir(dir);
+  return Status::Ok();
 }
 
 // Rank 0 picks the newest checkpoint that verifies and tells the others, so every rank loads
@@ -169,7 +164,7 @@ Result<Resume> LoadCheckpoint(const TrainOptions& o, const Mlp& mlp, comm::Commu
       reader = std::move(*latest);
       step = reader->step();
       for (const std::string& note : reader->fallback_notes()) Say(0, "fallback: " + note);
-      RY_RETURN_IF_ERROR(DiscardNewerSteps(o.ckpt_dir, step));
+      RY_RETURN_IF_ERROR(SetAsideNewerSteps(o.ckpt_dir, step));
     } else if (latest.status().code() != StatusCode::kNotFound) {
       return latest.status().WithContext("loading the latest checkpoint");
     }

@@ -172,4 +172,23 @@ Result<std::vector<int64_t>> ApplyRetention(const std::string& dir_in, int keep_
   return removed;
 }
 
+Result<std::vector<int64_t>> SetAsideStepsAfter(Fs& fs, const std::string& dir, int64_t step) {
+  RY_ASSIGN_OR_RETURN(std::vector<int64_t> steps, ListStepDirs(fs, dir));
+  std::vector<int64_t> moved;
+  for (int64_t s : steps) {
+    if (s <= step) continue;
+    const std::string base = dir + "/set-aside-" + StepDirName(s);
+    std::string to = base;
+    for (int k = 2; fs.Exists(to); ++k) to = fmt::format("{}-{}", base, k);
+    RY_RETURN_IF_ERROR(fs.Rename(dir + "/" + StepDirName(s), to));
+    moved.push_back(s);
+  }
+  if (!moved.empty()) {
+    RY_RETURN_IF_ERROR(fs.SyncDir(dir));
+    kLog.Warn("'{}': step(s) {} newer than the resumed step {} set aside as set-aside-step-<N>",
+              dir, fmt::join(moved, ", "), step);
+  }
+  return moved;
+}
+
 }  // namespace railyard::storage

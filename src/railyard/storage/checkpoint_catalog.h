@@ -66,4 +66,12 @@ Result<std::vector<int64_t>> ApplyRetention(const std::string& dir, int keep_las
                                             int64_t known_valid_step = -1,
                                             const ReaderOptions& options = {});
 
+// Moves every step directory newer than `step` aside, to set-aside-step-<N> (with "-2", "-3"
+// ... when that name is taken), and returns the steps moved. A job that resumed from `step`
+// because the newer ones do not load calls this before it trains on: it will save those step
+// numbers again, and a step directory that exists refuses a new save. Set-aside directories are
+// kept for inspection (the damage is evidence) and ignored by readers, writers and retention;
+// remove them by hand. Rename is atomic, so a crash leaves each step either in place or aside.
+Result<std::vector<int64_t>> SetAsideStepsAfter(Fs& fs, const std::string& dir, int64_t step);
+
 }  // namespace railyard::storage

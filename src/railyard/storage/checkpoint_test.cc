@@ -428,6 +428,32 @@ TEST_F(CheckpointTest, CorruptReplicaIsCoveredByAnother) {
   EXPECT_EQ(AsFloats(*(*reader)->ReadTensor("bias")), Values(cols, 9));
 }
 
+TEST_F(CheckpointTest, StepsAfterAResumeAreSetAsideSoTheyCanBeSavedAgain) {
+  std::vector<float> w = Values(16, 1);
+  for (int step = 1; step <= 3; ++step) ASSERT_TRUE(SaveSingle(step, w, 4, 4, Options()).ok());
+  FlipByte(StepFile(3, "rank-00000.bin"), 1);
+  fs::remove(StepFile(2, "rank-00000.bin"));
+  auto reader = LoadLatest(dir_);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  ASSERT_EQ((*reader)->step(), 1);
+  // Saving step 2 again is refused while the broken one is in place.
+  EXPECT_FALSE(SaveSingle(2, w, 4, 4, Options()).ok());
+  auto moved = SetAsideStepsAfter(*DefaultFs(), dir_, 1);
+  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  EXPECT_EQ(*moved, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(*ListStepDirs(*DefaultFs(), dir_), (std::vector<int64_t>{1}));
+  EXPECT_TRUE(fs::exists(dir_ + "/set-aside-step-00000003/rank-00000.bin"));  // kept as evidence
+  ASSERT_TRUE(SaveSingle(2, w, 4, 4, Options()).ok());
+  EXPECT_EQ((*LoadLatest(dir_))->step(), 2);
+  // A second set-aside of the same step number does not overwrite the first.
+  moved = SetAsideStepsAfter(*DefaultFs(), dir_, 1);
+  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  EXPECT_EQ(*moved, (std::vector<int64_t>{2}));
+  EXPECT_TRUE(fs::exists(dir_ + "/set-aside-step-00000002"));
+  EXPECT_TRUE(fs::exists(dir_ + "/set-aside-step-00000002-2"));
+  EXPECT_TRUE(SetAsideStepsAfter(*DefaultFs(), dir_, 1)->empty());
+}
+
 TEST_F(CheckpointTest, RetentionKeepsLastK) {
   std::vector<float> w = Values(16, 1);
   WriterOptions o = Options();
