@@ -29,13 +29,6 @@ function(railyard_test name)
   add_executable(${name} ${ARG_SOURCES})
   # railyard_gtest_main (tests/gtest_main.cc) exits 77 for a skipped case.
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest railyard_gtest_main)
-  target_precompile_headers(${name} REUSE_FROM railyard_gtest_main)
-  # GCC forgets the system-header status of headers it reads back from a precompiled header,
-  # and then reports its own false positives from inside libstdc++'s std::string (GCC 12,
-  # bug 105329: -Warray-bounds, -Wstringop-overflow) in tests that build strings with `+`.
-  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-    target_compile_options(${name} PRIVATE -Wno-array-bounds -Wno-stringop-overflow)
-  endif()
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
   endif()
