@@ -26,7 +26,7 @@ void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONB
 // written to `report_fd` (close-on-exec, so a successful exec closes it silently).
 [[noreturn]] void ExecChild(char* const* argv, char* const* envp, const char* path, const char* cwd,
                             int netns_fd, int in_r, int out_w, int err_w, int report_fd,
-                            pid_t parent) {
+                            pid_t parent, const cpu_set_t* cpus) {
   auto fail = [&](int stage) {
     int payload[2] = {stage, errno};
     ssize_t ignored = ::write(report_fd, payload, sizeof payload);
@@ -43,6 +43,7 @@ void SetNonBlocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONB
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::signal(SIGPIPE, SIG_DFL);
   if (netns_fd >= 0 && ::setns(netns_fd, CLONE_NEWNET) != 0) fail(1);
+  if (cpus != nullptr && ::sched_setaffinity(0, sizeof *cpus, cpus) != 0) fail(4);
   if (in_r >= 0) {
     ::dup2(in_r, 0);
   } else {
@@ -173,6 +174,15 @@ Result<Child> Child::Spawn(const SpawnOptions& options) {
   for (auto& s : argv_copy) argv.push_back(s.data());
   argv.push_back(nullptr);
 
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int cpu : options.cpus) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE) {
+      return InvalidArgument("spawn '{}': CPU {} is outside 0..{}", child.command_, cpu,
+                             CPU_SETSIZE - 1);
+    }
+    CPU_SET(cpu, &cpus);
+  }
   UniqueFd netns;
   if (!options.netns_path.empty()) {
     netns.Reset(::open(options.netns_path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -222,7 +232,8 @@ Result<Child> Child::Spawn(const SpawnOptions& options) {
   if (pid == 0) {
     ExecChild(argv.data(), envp.data(), path.c_str(),
               options.cwd.empty() ? nullptr : options.cwd.c_str(), netns.get(), in_pipe[0],
-              out_pipe[1], err_pipe[1], report[1], parent);
+              out_pipe[1], err_pipe[1], report[1], parent,
+              options.cpus.empty() ? nullptr : &cpus);
   }
   if (in_pipe[0] >= 0) ::close(in_pipe[0]);
   // Parent. Also set the group here so that a kill right after Spawn reaches it.
@@ -247,6 +258,7 @@ Result<Child> Child::Spawn(const SpawnOptions& options) {
     child.Reap();
     const char* stage = payload[0] == 1   ? "enter network namespace"
                         : payload[0] == 2 ? "change directory"
+                        : payload[0] == 4 ? "set the CPU affinity"
                                           : "execute";
     return ErrnoStatus(payload[1], fmt::format("cannot {} for '{}'", stage, child.command_));
   }

@@ -46,6 +46,9 @@ struct SpawnOptions {
   // Spawn never blocks on a child that does not read. How a secret reaches a child without
   // appearing on its command line or in its environment.
   std::string stdin_data;
+  // CPUs the child may run on (sched_setaffinity before exec; inherited by what it starts);
+  // empty: ours. A CPU number outside 0..CPU_SETSIZE-1 fails the spawn.
+  std::vector<int> cpus;
 };
 
 inline constexpr size_t kMaxStdinData = 4096;  // PIPE_BUF: one write, fits any pipe

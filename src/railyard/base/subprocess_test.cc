@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -31,6 +32,29 @@ TEST(SubprocessTest, CapturesOutputAndExitCode) {
   EXPECT_EQ(r->stderr_text, "err\n");
   EXPECT_FALSE(r->Succeeded());
   EXPECT_EQ(r->Describe(), "'sh -c 'echo out; echo err >&2; exit 3'' exited with 3: err");
+}
+
+TEST(SubprocessTest, CpusRestrictTheChildsAffinity) {
+  // The last CPU this process may use, so the test holds on any machine and any cgroup.
+  cpu_set_t mine;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
+  int last = -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &mine)) last = c;
+  }
+  ASSERT_GE(last, 0);
+  SpawnOptions o{.argv = {"sh", "-c", "grep Cpus_allowed_list /proc/self/status"},
+                 .cpus = {last}};
+  auto r = RunCommand(o, Deadline::After(10s));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->stdout_text, "Cpus_allowed_list:\t" + std::to_string(last) + "\n");
+
+  o.cpus = {CPU_SETSIZE};
+  auto bad = Child::Spawn(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("CPU 1024 is outside"), std::string::npos)
+      << bad.status().ToString();
 }
 
 TEST(SubprocessTest, StdinDataIsReadThenEof) {

@@ -118,18 +118,31 @@ std::string GangResult::Failures() const {
 }
 
 Result<Gang> Gang::Start(const GangSpec& spec) {
-  const int world = static_cast<int>(spec.rank_hosts.size());
-  if (world < 1 || spec.argv.empty()) {
+  const int count = static_cast<int>(spec.rank_hosts.size());
+  const int world = spec.world_size > 0 ? spec.world_size : count;
+  if (count < 1 || spec.argv.empty()) {
     return InvalidArgument("a gang needs at least one rank and a command");
   }
-  for (int r = 0; r < world; ++r) {
+  if (spec.first_rank < 0 || spec.first_rank + count > world) {
+    return InvalidArgument("ranks {} to {} are outside the world of {}", spec.first_rank,
+                           spec.first_rank + count - 1, world);
+  }
+  if ((!spec.rank_cpus.empty() && static_cast<int>(spec.rank_cpus.size()) != count) ||
+      (!spec.rank_env.empty() && static_cast<int>(spec.rank_env.size()) != count)) {
+    return InvalidArgument("a gang of {} ranks: rank_cpus and rank_env need one entry per rank",
+                           count);
+  }
+  if (!spec.store_host.empty() && (spec.store_port == 0 || spec.master_port == 0)) {
+    return InvalidArgument("a gang with its store on {} needs both ports", spec.store_host);
+  }
+  for (int r = 0; r < count; ++r) {
     int h = spec.rank_hosts[r];
     if (h < 0 || h >= static_cast<int>(spec.hosts.size()) ||
         (r > 0 && h < spec.rank_hosts[r - 1])) {
       return InvalidArgument(
           "rank {}: host index {} is outside the {} hosts or before rank {}'s (a host's ranks "
           "are consecutive)",
-          r, h, spec.hosts.size(), r - 1);
+          spec.first_rank + r, h, spec.hosts.size(), spec.first_rank + r - 1);
     }
   }
   Gang g;
@@ -139,8 +152,9 @@ Result<Gang> Gang::Start(const GangSpec& spec) {
   if (job.job_id.empty()) job.job_id = fmt::format("gang-{}", ::getpid());
   // Rank 0 serves the store on its host; a fresh namespace has the fixed ports free.
   const GangHost& first = spec.hosts[spec.rank_hosts[0]];
+  std::string store_host = spec.store_host.empty() ? first.address : spec.store_host;
   int store_port = spec.store_port, master_port = spec.master_port;
-  if (first.netns_path.empty()) {
+  if (spec.store_host.empty() && first.netns_path.empty()) {
     if (store_port == 0) {
       RY_ASSIGN_OR_RETURN(store_port, FreePort(first.address, master_port));
     }
@@ -151,24 +165,24 @@ Result<Gang> Gang::Start(const GangSpec& spec) {
   if (store_port == 0) store_port = 29400;
   if (master_port == 0) master_port = 29500;
 
-  for (int r = 0; r < world; ++r) {
-    const int h = spec.rank_hosts[r];
+  for (int i = 0; i < count; ++i) {
+    const int h = spec.rank_hosts[i];
     const GangHost& host = spec.hosts[h];
     auto first_on_host = std::find(spec.rank_hosts.begin(), spec.rank_hosts.end(), h);
     comm::RankEnvironment e = job;
-    e.rank = r;
+    e.rank = spec.first_rank + i;
     e.world_size = world;
-    e.local_rank = r - static_cast<int>(first_on_host - spec.rank_hosts.begin());
+    e.local_rank = i - static_cast<int>(first_on_host - spec.rank_hosts.begin());
     e.local_world_size =
         static_cast<int>(std::count(spec.rank_hosts.begin(), spec.rank_hosts.end(), h));
-    e.group_rank = h;
+    e.group_rank = spec.first_group + h;
     e.host = host.name;
-    e.store_address = fmt::format("{}:{}", first.address, store_port);
+    e.store_address = fmt::format("{}:{}", store_host, store_port);
     e.store_dir.clear();
-    e.serve_store = r == 0;
-    e.master_addr = first.address;
+    e.serve_store = e.rank == 0;
+    e.master_addr = store_host;
     e.master_port = master_port;
-    // So that environment(r) is what the rank reads back, the host's own variables included.
+    // So that environment(i) is what the rank reads back, the host's own variables included.
     for (const auto& [name, value] : host.env) {
       if (name == "RAILYARD_VHOST") e.virtual_host = value;
     }
@@ -177,87 +191,105 @@ Result<Gang> Gang::Start(const GangSpec& spec) {
     s.argv = spec.argv;
     s.env = e.ToEnv();
     s.env.insert(s.env.end(), host.env.begin(), host.env.end());
+    if (!spec.rank_env.empty()) {
+      s.env.insert(s.env.end(), spec.rank_env[i].begin(), spec.rank_env[i].end());
+    }
+    if (!spec.rank_cpus.empty()) s.cpus = spec.rank_cpus[i];
     s.netns_path = host.netns_path;
-    s.capture_stdout = r != spec.terminal_rank;
-    s.capture_stderr = r != spec.terminal_rank;
+    s.capture_stdout = e.rank != spec.terminal_rank;
+    s.capture_stderr = e.rank != spec.terminal_rank;
     auto child = base::Child::Spawn(s);
     if (!child.ok()) {
-      return child.status().WithContext(fmt::format("starting rank {} on {}", r, host.name));
+      return child.status().WithContext(fmt::format("starting rank {} on {}", e.rank, host.name));
     }
+    g.result_.ranks.push_back({.rank = e.rank, .host = host.name, .pid = child->pid()});
     g.environments_.push_back(std::move(e));
     g.children_.push_back(std::move(*child));
   }
-  g.ended_.assign(world, false);
+  g.ended_.assign(count, false);
   return g;
 }
 
-void Gang::Record(int rank, base::ExitInfo exit, GangResult& result) {
-  ended_[rank] = true;
-  RankEnd& end = result.ranks[rank];
+void Gang::Record(int i, base::ExitInfo exit) {
+  ended_[i] = true;
+  RankEnd& end = result_.ranks[i];
   end.exit = std::move(exit);
-  if (!end.ok() && end.stopped_why.empty() && result.first_failed < 0) {
-    result.first_failed = rank;
+  if (!end.ok() && end.stopped_why.empty() && result_.first_failed < 0) {
+    result_.first_failed = i;
   }
   // A rank whose output is the launcher's printed its error there.
-  if (rank == spec_.terminal_rank && !end.ok() && end.exit.signal == 0 && end.stopped_why.empty()) {
+  if (end.rank == spec_.terminal_rank && !end.ok() && end.exit.signal == 0 &&
+      end.stopped_why.empty()) {
     end.stopped_why = "its error is printed above";
   }
 }
 
-void Gang::Stop(const std::vector<int>& ranks, const std::string& why, GangResult& result) {
-  for (int r : ranks) {
-    result.ranks[r].stopped_why = why;
-    children_[r].SignalGroup(SIGTERM);
-    if (IsStopped(children_[r].pid())) Record(r, children_[r].KillAndReap(), result);
+void Gang::Stop(const std::vector<int>& ranks, const std::string& why) {
+  for (int i : ranks) {
+    result_.ranks[i].stopped_why = why;
+    children_[i].SignalGroup(SIGTERM);
+    if (IsStopped(children_[i].pid())) Record(i, children_[i].KillAndReap());
   }
   auto grace = base::Deadline::After(spec_.term_grace);
-  for (int r : ranks) {
-    if (ended_[r]) continue;
-    auto e = children_[r].Wait(grace);
-    Record(r, e.ok() ? std::move(*e) : children_[r].KillAndReap(), result);
+  for (int i : ranks) {
+    if (ended_[i]) continue;
+    auto e = children_[i].Wait(grace);
+    Record(i, e.ok() ? std::move(*e) : children_[i].KillAndReap());
   }
 }
 
-GangResult Gang::Wait(base::Deadline deadline) {
-  GangResult result;
-  for (int r = 0; r < size(); ++r) {
-    result.ranks.push_back({.rank = r, .host = host(r), .pid = children_[r].pid()});
+std::vector<int> Gang::Running() const {
+  std::vector<int> running;
+  for (int i = 0; i < size(); ++i) {
+    if (!ended_[i]) running.push_back(i);
   }
+  return running;
+}
+
+bool Gang::all_ended() const {
+  return std::all_of(ended_.begin(), ended_.end(), [](bool e) { return e; });
+}
+
+std::vector<int> Gang::Reap(base::Duration slice) {
+  std::vector<int> running = Running(), ended;
+  if (running.empty()) return ended;
+  auto each = std::max<base::Duration>(slice / running.size(), std::chrono::milliseconds(1));
+  for (int i : running) {
+    auto e = children_[i].Wait(base::Deadline::After(each));
+    if (!e.ok()) continue;
+    Record(i, std::move(*e));
+    ended.push_back(i);
+  }
+  return ended;
+}
+
+void Gang::StopRunning(const std::string& why) { Stop(Running(), why); }
+
+GangResult Gang::Wait(base::Deadline deadline) {
   std::optional<base::Deadline> grace;
   for (;;) {
-    std::vector<int> running;
-    for (int r = 0; r < size(); ++r) {
-      if (!ended_[r]) running.push_back(r);
-    }
-    if (running.empty()) break;
+    if (all_ended()) break;
     // One pass looks at every running rank once and takes about 20 ms in all: a rank's
     // end is seen within a pass, however many ranks there are.
-    auto slice = std::max<base::Duration>(std::chrono::milliseconds(20) / running.size(),
-                                          std::chrono::milliseconds(1));
-    for (int r : running) {
-      auto e = children_[r].Wait(base::Deadline::Earliest(base::Deadline::After(slice), deadline));
-      if (!e.ok()) continue;
-      Record(r, std::move(*e), result);
-      if (result.first_failed >= 0 && !grace) {
-        grace = base::Deadline::After(spec_.failure_grace);
-      }
+    auto slice = std::min<base::Duration>(std::chrono::milliseconds(20), deadline.Remaining());
+    Reap(slice);
+    if (result_.first_failed >= 0 && !grace) {
+      grace = base::Deadline::After(spec_.failure_grace);
     }
-    running.erase(std::remove_if(running.begin(), running.end(), [&](int r) { return ended_[r]; }),
-                  running.end());
+    std::vector<int> running = Running();
     if (running.empty()) continue;
     if (grace && grace->Expired()) {
+      const RankEnd& failed = result_.ranks[result_.first_failed];
       Stop(running,
            fmt::format("still running {} after rank {} on {} failed (stopped, or hung): "
                        "killed by the launcher",
-                       base::FormatDuration(spec_.failure_grace), result.first_failed,
-                       host(result.first_failed)),
-           result);
+                       base::FormatDuration(spec_.failure_grace), failed.rank, failed.host));
     } else if (deadline.Expired()) {
-      result.deadline_expired = true;
-      Stop(running, "still running at the launcher's deadline: killed by the launcher", result);
+      result_.deadline_expired = true;
+      Stop(running, "still running at the launcher's deadline: killed by the launcher");
     }
   }
-  return result;
+  return result_;
 }
 
 }  // namespace railyard::launch

@@ -81,6 +81,21 @@ struct GangSpec {
   int terminal_rank = -1;
   base::Duration failure_grace = std::chrono::seconds(10);
   base::Duration term_grace = std::chrono::seconds(2);
+
+  // A share of a larger job, as a host agent starts it (launch/host_agent.h): the ranks of
+  // this spec are numbered from first_rank in a world of world_size (0: these ranks are the
+  // world), their hosts' group ranks start at first_group, and when store_host is set the
+  // store is there (rank 0's host, perhaps another machine) at store_port and master_port,
+  // which must then both be given. Rank 0 serves the store only if it is in this spec.
+  int first_rank = 0;
+  int world_size = 0;
+  int first_group = 0;
+  std::string store_host;
+  // Per rank of this spec: empty, or one entry per rank. The CPUs it may run on
+  // (base::SpawnOptions::cpus) and variables set after its host's (its hardware binding,
+  // launch/binding.h).
+  std::vector<std::vector<int>> rank_cpus;
+  std::vector<comm::EnvList> rank_env;
 };
 
 // How one rank ended.
@@ -100,8 +115,8 @@ struct RankEnd {
 };
 
 struct GangResult {
-  std::vector<RankEnd> ranks;  // in rank order
-  int first_failed = -1;       // the rank that failed first; -1: none did
+  std::vector<RankEnd> ranks;  // in rank order, one per rank of the gang
+  int first_failed = -1;       // index in `ranks` of the first to fail; -1: none did
   bool deadline_expired = false;
 
   bool ok() const { return first_failed < 0 && !deadline_expired; }
@@ -121,25 +136,42 @@ class Gang {
   // Kills every rank still running (SIGKILL to its group).
   ~Gang() = default;
 
+  // Ranks of this gang are indexed 0..size()-1; environment(i).rank is the job's rank
+  // (first_rank + i).
   int size() const { return static_cast<int>(children_.size()); }
-  pid_t pid(int rank) const { return children_[rank].pid(); }
-  const std::string& host(int rank) const { return spec_.hosts[spec_.rank_hosts[rank]].name; }
-  const comm::RankEnvironment& environment(int rank) const { return environments_[rank]; }
+  pid_t pid(int i) const { return children_[i].pid(); }
+  const std::string& host(int i) const { return spec_.hosts[spec_.rank_hosts[i]].name; }
+  const comm::RankEnvironment& environment(int i) const { return environments_[i]; }
 
-  // Waits until every rank has ended, stopping them as the header says. Call once.
+  // Waits until every rank has ended, stopping them as the header says. Call once, and not
+  // after Reap or StopRunning.
   GangResult Wait(base::Deadline deadline);
+
+  // For a supervisor with its own loop (launch/host_agent.h) instead of Wait:
+  // Reap looks at each running rank once, about `slice` in all, records the ranks that have
+  // ended and returns their indices in order; StopRunning stops every rank still running
+  // (SIGTERM to its group, SIGKILL term_grace later; at once when it is stopped), recording
+  // `why` for each; result() is how each rank ended so far (first_failed and the RankEnd of
+  // each ended rank).
+  std::vector<int> Reap(base::Duration slice);
+  void StopRunning(const std::string& why);
+  bool ended(int i) const { return ended_[i]; }
+  bool all_ended() const;
+  const GangResult& result() const { return result_; }
 
  private:
   Gang() = default;
   // SIGTERM to each listed rank's group, SIGKILL to those still running `term_grace` later;
   // records `why` for each.
-  void Stop(const std::vector<int>& ranks, const std::string& why, GangResult& result);
-  void Record(int rank, base::ExitInfo exit, GangResult& result);
+  void Stop(const std::vector<int>& ranks, const std::string& why);
+  void Record(int i, base::ExitInfo exit);
+  std::vector<int> Running() const;
 
   GangSpec spec_;
   std::vector<comm::RankEnvironment> environments_;
   std::vector<base::Child> children_;
   std::vector<bool> ended_;
+  GangResult result_;
 };
 
 }  // namespace railyard::launch
