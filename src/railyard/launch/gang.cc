@@ -41,7 +41,9 @@ Result<int> FreePort(const std::string& ip, int except) {
 
 // Whether `pid` is stopped (SIGSTOP, a debugger): then it cannot act on SIGTERM, and waiting
 // for it to do so only delays the SIGKILL that will end it.
-bool IsStopped(pid_t pid) {
+}  // namespace
+
+bool ProcessIsStopped(pid_t pid) {
   auto stat = base::ReadFile(fmt::format("/proc/{}/stat", pid));
   if (!stat.ok()) return false;
   size_t paren = stat->rfind(')');  // the command name may hold spaces and parentheses
@@ -49,6 +51,8 @@ bool IsStopped(pid_t pid) {
   char state = (*stat)[paren + 2];
   return state == 'T' || state == 't';
 }
+
+namespace {
 
 std::string HostName() {
   char name[256] = {};
@@ -228,7 +232,7 @@ void Gang::Stop(const std::vector<int>& ranks, const std::string& why) {
   for (int i : ranks) {
     result_.ranks[i].stopped_why = why;
     children_[i].SignalGroup(SIGTERM);
-    if (IsStopped(children_[i].pid())) Record(i, children_[i].KillAndReap());
+    if (ProcessIsStopped(children_[i].pid())) Record(i, children_[i].KillAndReap());
   }
   auto grace = base::Deadline::After(spec_.term_grace);
   for (int i : ranks) {

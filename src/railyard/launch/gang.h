@@ -98,6 +98,9 @@ struct GangSpec {
   std::vector<comm::EnvList> rank_env;
 };
 
+// Whether process `pid` is stopped (SIGSTOP, a debugger: state T or t in /proc/<pid>/stat).
+bool ProcessIsStopped(pid_t pid);
+
 // How one rank ended.
 struct RankEnd {
   int rank = 0;

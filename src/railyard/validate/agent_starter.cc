@@ -46,6 +46,11 @@ std::string LastLine(std::string_view text) {
 }  // namespace
 
 std::vector<std::string> AgentCommand(const std::string& railyard, const AgentInvocation& inv) {
+  if (!inv.agent_args.empty()) {
+    std::vector<std::string> command = {railyard};
+    command.insert(command.end(), inv.agent_args.begin(), inv.agent_args.end());
+    return command;
+  }
   return {railyard, "validate", "agent",  "--coordinator", inv.store_address,
           "--run",  inv.run_id, "--host", inv.host,        "--secret-stdin"};
 }

@@ -49,6 +49,9 @@ struct AgentInvocation {
   std::string store_address;  // "ADDR:PORT" of the coordinator's store
   std::string run_id;         // key prefix of this run in the store
   std::string secret;
+  // The agent's words after the binary; empty: `validate agent --coordinator ... --run ...
+  // --host ... --secret-stdin`. `railyard run` starts its host agents with its own.
+  std::vector<std::string> agent_args;
 };
 
 // A started agent, as far as its starter can see it.

@@ -1,0 +1,609 @@
+#include "railyard/launch/launcher.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "railyard/base/files.h"
+#include "railyard/base/hmac.h"
+#include "railyard/base/units.h"
+#include "railyard/storage/checkpoint_reader.h"
+#include "railyard/validate/agent_starter.h"
+
+namespace railyard::launch {
+namespace {
+
+using base::Clock;
+using base::Deadline;
+using std::chrono::milliseconds;
+
+double MsBetween(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// A free TCP port on the loopback address (bound and released; rank 0 binds it right away).
+Result<int> FreeLoopbackPort() {
+  base::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    return ErrnoStatus(errno, "finding a free port on 127.0.0.1");
+  }
+  socklen_t len = sizeof a;
+  ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len);
+  return static_cast<int>(ntohs(a.sin_port));
+}
+
+// What the launcher knows of one agent.
+struct AgentView {
+  std::unique_ptr<validate::AgentHandle> handle;
+  std::string address;
+  std::optional<AgentStatus> status;
+  Clock::time_point read_at;  // when `status` was read
+  uint64_t seq = 0;
+  Clock::time_point last_change;  // when its seq last moved
+  bool lost = false;
+  std::string lost_why;
+  Clock::time_point lost_at;
+};
+
+// How one attempt ended.
+struct AttemptEnd {
+  enum class Kind { kSucceeded, kFailed, kInterrupted, kDeadline };
+  Kind kind = Kind::kFailed;
+  std::vector<SupervisorEvent> events;  // failures seen
+  Clock::time_point detected;
+};
+
+class Launcher {
+ public:
+  explicit Launcher(const LaunchSpec& spec) : s_(spec), policy_(spec.supervisor) {}
+  Result<LaunchOutcome> Run();
+
+ private:
+  void Emit(LaunchEvent e);
+  Status StartAgents();
+  Status WriteControl(const Control& c);
+  // Reads every agent's status once, marking lost agents.
+  void ReadStatuses();
+  // Waits one status interval, or less when woken.
+  void Pause();
+  bool Interrupted() const { return s_.interrupted != nullptr && s_.interrupted->load() != 0; }
+  Result<AttemptPlan> MakePlan();
+  AttemptEnd Watch();
+  // Stops the attempt's ranks; collects the failures seen while they stop into `end`.
+  void StopAttempt(const std::string& why, AttemptEnd* end);
+  Observations Observe(std::set<int>* frozen) const;
+  // The cause among `events`: a frozen rank's hang first (its peers only wait on it), else
+  // the earliest failure.
+  const SupervisorEvent* Cause(const std::vector<SupervisorEvent>& events,
+                               const std::set<int>& frozen) const;
+  std::string CauseText(const SupervisorEvent& cause) const;
+  // The step the next attempt resumes from, as the newest checkpoint that verifies says;
+  // -1 when there is none.
+  int64_t VerifiedStep();
+  void End(const std::string& why);
+  bool AllRanksEnded(bool* all_clean) const;
+
+  const LaunchSpec& s_;
+  SupervisorPolicy policy_;
+  std::map<std::string, AgentView> agents_;
+  std::vector<std::string> hosts_, spares_;
+  int attempt_ = 0;
+  Clock::time_point attempt_started_;
+  std::set<std::pair<int, int64_t>> stragglers_seen_;
+  std::map<int, std::string> error_lines_;  // rank -> its own error line, this attempt
+  int64_t last_step_ = -1;                  // the highest step any rank reported
+  std::set<int> frozen_;                    // ranks frozen when the failure was seen
+  // Recovery timing: when the failure happened, when its ranks had all stopped, when the
+  // next attempt's ranks all ran and all stepped, and its first step.
+  Clock::time_point failed_at_, stopped_at_;
+  std::optional<Clock::time_point> ranks_running_at_, first_step_at_;
+  int64_t first_step_ = -1;
+  int64_t recovery_last_step_ = -1;
+  std::optional<RecoveryTiming> pending_recovery_;
+  LaunchOutcome out_;
+};
+
+void Launcher::Emit(LaunchEvent e) {
+  e.at = Clock::now();
+  e.unix_ms =
+      std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  if (e.attempt == 0) e.attempt = attempt_;
+  if (s_.on_event) s_.on_event(e);
+}
+
+Status Launcher::WriteControl(const Control& c) {
+  return s_.store->Set(RunControlKey(s_.job_id), ToJson(c),
+                       Deadline::After(std::chrono::seconds(5)));
+}
+
+void Launcher::Pause() {
+  base::WaitFd(s_.wake_fd, POLLIN,
+               Deadline::Earliest(Deadline::After(s_.status_interval), s_.deadline), "launcher")
+      .IgnoreError();
+  if (s_.wake_fd >= 0) {
+    char drain[64];
+    while (::read(s_.wake_fd, drain, sizeof drain) > 0) {
+    }
+  }
+}
+
+Status Launcher::StartAgents() {
+  std::vector<std::string> all = hosts_;
+  all.insert(all.end(), spares_.begin(), spares_.end());
+  for (const std::string& h : all) {
+    AgentView& v = agents_[h];
+    if (s_.starter == nullptr) continue;
+    validate::AgentInvocation inv{
+        .host = h, .store_address = s_.store_address, .run_id = s_.job_id, .secret = s_.secret};
+    inv.agent_args = s_.agent_args;
+    inv.agent_args.push_back("--host");
+    inv.agent_args.push_back(h);
+    auto handle = s_.starter->Start(inv);
+    if (!handle.ok()) {
+      return handle.status().WithContext(fmt::format("starting the agent of {}", h));
+    }
+    v.handle = std::move(*handle);
+  }
+  // Every agent says hello within the connect timeout.
+  auto deadline = Deadline::Earliest(Deadline::After(s_.agent_connect_timeout), s_.deadline);
+  for (const std::string& h : all) {
+    AgentView& v = agents_[h];
+    for (;;) {
+      auto text = s_.store->Get(RunHelloKey(s_.job_id, h),
+                                Deadline::Earliest(Deadline::After(milliseconds(200)), deadline));
+      if (text.ok()) {
+        RY_ASSIGN_OR_RETURN(RunHello hello, ParseRunHello(*text, RunHelloKey(s_.job_id, h)));
+        v.address = hello.address;
+        v.last_change = Clock::now();
+        break;
+      }
+      if (v.handle != nullptr && !v.handle->Running()) {
+        return Unavailable("the agent of {} ended before it said hello: {}", h,
+                           v.handle->ExitReason());
+      }
+      if (deadline.Expired()) {
+        return DeadlineExceeded(
+            "the agent of {} did not say hello within {} ({}): is railyard installed there, "
+            "and does it reach the launcher's store at {}?",
+            h, base::FormatDuration(s_.agent_connect_timeout),
+            s_.starter ? s_.starter->Describe() : "agents started elsewhere", s_.store_address);
+      }
+      if (Interrupted()) return Aborted("interrupted while the agents started");
+    }
+  }
+  Emit({.kind = "agents_up",
+        .message = fmt::format("{} host agents up ({} for the job, {} spare)", all.size(),
+                               hosts_.size(), spares_.size())});
+  return Status::Ok();
+}
+
+void Launcher::ReadStatuses() {
+  for (auto& [host, v] : agents_) {
+    if (v.lost) continue;
+    auto now = Clock::now();
+    const std::string key = RunStatusKey(s_.job_id, host);
+    auto text = s_.store->Get(key, Deadline::After(milliseconds(500)));
+    if (text.ok()) {
+      auto st = ParseAgentStatus(*text, key);
+      if (st.ok()) {
+        if (st->seq != v.seq) {
+          v.seq = st->seq;
+          v.last_change = now;
+        }
+        v.status = std::move(*st);
+        v.read_at = now;
+      }
+    }
+    if (v.handle != nullptr && !v.handle->Running()) {
+      v.lost = true;
+      v.lost_why = fmt::format("its agent ended: {}", v.handle->ExitReason());
+      v.lost_at = now;
+    } else if (now - v.last_change > s_.agent_timeout) {
+      v.lost = true;
+      v.lost_why = fmt::format("its agent has not reported for {}",
+                               base::FormatDuration(now - v.last_change));
+      v.lost_at = v.last_change;
+    }
+  }
+  // A lost spare can no longer replace anyone.
+  for (auto it = spares_.begin(); it != spares_.end();) {
+    const AgentView& v = agents_[*it];
+    if (v.lost) {
+      Emit({.kind = "spare_lost",
+            .host = *it,
+            .message = fmt::format("spare {} is gone: {}", *it, v.lost_why)});
+      it = spares_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+Result<AttemptPlan> Launcher::MakePlan() {
+  AttemptPlan p;
+  p.attempt = attempt_;
+  p.nproc_per_host = s_.nproc_per_host;
+  p.hosts = hosts_;
+  p.world_size = s_.nproc_per_host * static_cast<int>(hosts_.size());
+  p.store_host = agents_[hosts_[0]].address;
+  if (s_.rank_port == 0) {
+    RY_ASSIGN_OR_RETURN(p.store_port, FreeLoopbackPort());
+    do {
+      RY_ASSIGN_OR_RETURN(p.master_port, FreeLoopbackPort());
+    } while (p.master_port == p.store_port);
+  } else {
+    p.store_port = s_.rank_port + 2 * attempt_;
+    p.master_port = p.store_port + 1;
+  }
+  p.argv = s_.argv;
+  p.env = s_.env;
+  p.job_id = s_.job_id;
+  p.rank_secret = base::ToHex(base::RandomBytes(16));
+  p.ckpt_dir = s_.ckpt_dir;
+  for (const std::string& h : hosts_) {
+    auto it = s_.setup.find(h);
+    p.setup.push_back(it == s_.setup.end() ? std::vector<LocalRankSetup>{} : it->second);
+  }
+  return p;
+}
+
+Observations Launcher::Observe(std::set<int>* frozen) const {
+  Observations obs{.now = Clock::now(), .started = attempt_started_};
+  for (const std::string& host : hosts_) {
+    const AgentView& v = agents_.at(host);
+    obs.hosts.push_back({.host = host, .agent_alive = !v.lost, .lost_at = v.lost_at});
+    if (!v.status || v.status->attempt != attempt_) continue;
+    if (v.status->state == AgentStatus::State::kFailed) {
+      // Its ranks could not start: each counts as having exited with 127, as a shell says.
+      int first = static_cast<int>(std::find(hosts_.begin(), hosts_.end(), host) - hosts_.begin()) *
+                  s_.nproc_per_host;
+      obs.ranks.push_back(
+          {.rank = first, .host = host, .exit = RankExit{.code = 127, .at = v.read_at}});
+      continue;
+    }
+    for (const AgentRankStatus& r : v.status->ranks) {
+      RankObservation o{.rank = r.rank, .host = host, .last_step = r.last_step};
+      if (r.heard) o.last_heartbeat = v.read_at - milliseconds(r.silent_ms);
+      for (int64_t us : r.step_us) o.step_times.push_back(std::chrono::microseconds(us));
+      // Ranks the launcher stopped are not failures of their own.
+      if (r.exited && r.stopped_why.empty()) {
+        o.exit = RankExit{.code = r.exit_code,
+                          .signal = r.signal,
+                          .at = v.read_at - milliseconds(r.exited_ms_ago)};
+      }
+      if (r.exited && !r.stopped_why.empty()) continue;
+      if (r.frozen && frozen != nullptr) frozen->insert(r.rank);
+      obs.ranks.push_back(std::move(o));
+    }
+  }
+  return obs;
+}
+
+const SupervisorEvent* Launcher::Cause(const std::vector<SupervisorEvent>& events,
+                                       const std::set<int>& frozen) const {
+  for (const SupervisorEvent& e : events) {
+    if (const auto* hung = std::get_if<RankHung>(&e); hung && frozen.count(hung->rank)) return &e;
+  }
+  return FirstFailure(events);
+}
+
+std::string Launcher::CauseText(const SupervisorEvent& cause) const {
+  std::string text = DescribeEvent(cause);
+  if (const auto* exited = std::get_if<RankExited>(&cause)) {
+    auto it = error_lines_.find(exited->rank);
+    if (it != error_lines_.end() && !it->second.empty()) text += ": " + it->second;
+  } else if (const auto* lost = std::get_if<HostLost>(&cause)) {
+    text += ": " + agents_.at(lost->host).lost_why;
+  }
+  return text;
+}
+
+bool Launcher::AllRanksEnded(bool* all_clean) const {
+  *all_clean = true;
+  for (const std::string& host : hosts_) {
+    const AgentView& v = agents_.at(host);
+    if (!v.status || v.status->attempt != attempt_) return false;
+    if (v.status->state == AgentStatus::State::kFailed) {
+      *all_clean = false;
+      continue;
+    }
+    if (v.status->state != AgentStatus::State::kStopped) return false;
+    for (const AgentRankStatus& r : v.status->ranks) {
+      if (r.signal != 0 || r.exit_code != 0) *all_clean = false;
+    }
+  }
+  return true;
+}
+
+AttemptEnd Launcher::Watch() {
+  bool running_said = false;
+  auto progress_said = Clock::now();
+  for (;;) {
+    ReadStatuses();
+    std::set<int> frozen;
+    Observations obs = Observe(&frozen);
+    for (const std::string& host : hosts_) {
+      const AgentView& v = agents_[host];
+      if (!v.status || v.status->attempt != attempt_) continue;
+      for (const AgentRankStatus& r : v.status->ranks) {
+        if (!r.error_line.empty()) error_lines_[r.rank] = r.error_line;
+        last_step_ = std::max(last_step_, r.last_step);
+      }
+    }
+    std::vector<SupervisorEvent> events = policy_.Evaluate(obs);
+    for (const SupervisorEvent& e : events) {
+      const auto* slow = std::get_if<Straggler>(&e);
+      if (slow && stragglers_seen_.insert({slow->rank, slow->step}).second) {
+        Emit({.kind = "straggler",
+              .rank = slow->rank,
+              .host = slow->host,
+              .step = slow->step,
+              .message = DescribeEvent(e)});
+      }
+    }
+    if (Cause(events, frozen) != nullptr) {
+      AttemptEnd end{.kind = AttemptEnd::Kind::kFailed, .events = events, .detected = Clock::now()};
+      frozen_ = frozen;
+      return end;
+    }
+    bool clean = false;
+    if (AllRanksEnded(&clean) && clean) {
+      return {.kind = AttemptEnd::Kind::kSucceeded, .detected = Clock::now()};
+    }
+    if (Interrupted()) return {.kind = AttemptEnd::Kind::kInterrupted, .detected = Clock::now()};
+    if (s_.deadline.Expired())
+      return {.kind = AttemptEnd::Kind::kDeadline, .detected = Clock::now()};
+    // Said once every rank of the attempt runs, then the step every few seconds.
+    int running = 0;
+    int64_t min_step = -1;
+    bool all_stepped = true;
+    for (const RankObservation& r : obs.ranks) {
+      if (!r.exit) ++running;
+      if (r.last_step < 0) all_stepped = false;
+      min_step = min_step < 0 ? r.last_step : std::min(min_step, r.last_step);
+    }
+    const int world = s_.nproc_per_host * static_cast<int>(hosts_.size());
+    if (!running_said && running == world) {
+      running_said = true;
+      ranks_running_at_ = Clock::now();
+      Emit({.kind = "ranks_running",
+            .message = fmt::format("all {} ranks running on {} hosts", world, hosts_.size())});
+    }
+    if (all_stepped && static_cast<int>(obs.ranks.size()) == world) {
+      if (!first_step_at_) {
+        first_step_at_ = Clock::now();
+        first_step_ = min_step;
+      }
+      if (Clock::now() - progress_said >= std::chrono::seconds(5)) {
+        progress_said = Clock::now();
+        Emit({.kind = "progress",
+              .step = min_step,
+              .message = fmt::format("every rank past step {}", min_step)});
+      }
+    }
+    Pause();
+  }
+}
+
+void Launcher::StopAttempt(const std::string& why, AttemptEnd* end) {
+  WriteControl({.action = Control::Action::kStop, .attempt = attempt_, .why = why}).IgnoreError();
+  auto deadline = Deadline::After(s_.term_grace + s_.agent_timeout + std::chrono::seconds(2));
+  for (;;) {
+    ReadStatuses();
+    bool all = true;
+    for (const std::string& host : hosts_) {
+      const AgentView& v = agents_[host];
+      if (v.lost) continue;
+      if (!v.status || v.status->attempt != attempt_ ||
+          (v.status->state != AgentStatus::State::kStopped &&
+           v.status->state != AgentStatus::State::kFailed)) {
+        all = false;
+      }
+    }
+    if (end != nullptr) {
+      std::set<int> frozen;
+      Observations obs = Observe(&frozen);
+      // Only what happened by itself: ranks the agents stopped are left out by Observe.
+      for (SupervisorEvent& e : policy_.Evaluate(obs)) {
+        if (IsFailure(e) &&
+            std::find(end->events.begin(), end->events.end(), e) == end->events.end()) {
+          end->events.push_back(std::move(e));
+        }
+      }
+    }
+    if (all) return;
+    if (deadline.Expired()) {
+      for (const std::string& host : hosts_) {
+        AgentView& v = agents_[host];
+        if (!v.lost && (!v.status || v.status->state == AgentStatus::State::kRunning)) {
+          v.lost = true;
+          v.lost_why = "its agent did not stop its ranks in time";
+          v.lost_at = Clock::now();
+        }
+      }
+      return;
+    }
+    Pause();
+  }
+}
+
+int64_t Launcher::VerifiedStep() {
+  if (s_.ckpt_dir.empty()) return -1;
+  storage::ReaderOptions o;
+  o.verify_on_open = true;
+  auto reader = storage::LoadLatest(s_.ckpt_dir, o);
+  if (!reader.ok()) return -1;
+  return (*reader)->step();
+}
+
+void Launcher::End(const std::string& why) {
+  WriteControl({.action = Control::Action::kEnd, .attempt = attempt_, .why = why}).IgnoreError();
+  // The agents stop what still runs and leave; their carriers (vcluster exec, ssh) end.
+  auto deadline = Deadline::After(s_.term_grace + std::chrono::seconds(3));
+  for (auto& [host, v] : agents_) {
+    if (v.handle == nullptr) continue;
+    auto* child = dynamic_cast<validate::ChildAgentHandle*>(v.handle.get());
+    if (child != nullptr) child->WaitEnded(deadline);
+    v.handle->Stop();
+  }
+}
+
+Result<LaunchOutcome> Launcher::Run() {
+  hosts_ = s_.hosts;
+  spares_ = s_.spares;
+  RY_RETURN_IF_ERROR(StartAgents());
+  for (;;) {
+    RY_ASSIGN_OR_RETURN(AttemptPlan plan, MakePlan());
+    RY_RETURN_IF_ERROR(s_.store->Set(RunPlanKey(s_.job_id, attempt_), ToJson(plan),
+                                     Deadline::After(std::chrono::seconds(5))));
+    attempt_started_ = Clock::now();
+    ranks_running_at_.reset();
+    first_step_at_.reset();
+    first_step_ = -1;
+    error_lines_.clear();
+    RY_RETURN_IF_ERROR(WriteControl({.action = Control::Action::kRun, .attempt = attempt_}));
+    Emit({.kind = "attempt_start",
+          .message = fmt::format("attempt {}: {} ranks on {}", attempt_, plan.world_size,
+                                 fmt::join(hosts_, ","))});
+    AttemptEnd end = Watch();
+    // A recovery's timing ends when every rank of the attempt after it has stepped.
+    if (pending_recovery_) {
+      RecoveryTiming& t = *pending_recovery_;
+      if (ranks_running_at_) t.restart_ms = MsBetween(stopped_at_, *ranks_running_at_);
+      if (ranks_running_at_ && first_step_at_) {
+        t.resume_ms = MsBetween(*ranks_running_at_, *first_step_at_);
+        t.total_ms = MsBetween(failed_at_, *first_step_at_);
+        t.resumed_step = first_step_;
+        t.lost_steps = std::max<int64_t>(0, recovery_last_step_ + 1 - first_step_);
+      }
+      out_.recoveries.push_back(t);
+      pending_recovery_.reset();
+    }
+    if (end.kind == AttemptEnd::Kind::kSucceeded) {
+      out_.exit_code = kRunSucceeded;
+      out_.summary =
+          out_.restarts == 0
+              ? "succeeded"
+              : fmt::format("succeeded after {} restart{}{}", out_.restarts,
+                            out_.restarts == 1 ? "" : "s",
+                            out_.excluded.empty()
+                                ? ""
+                                : fmt::format(" ({} excluded)", fmt::join(out_.excluded, ", ")));
+      Emit({.kind = "succeeded", .message = out_.summary});
+      End("succeeded");
+      out_.hosts = hosts_;
+      return out_;
+    }
+    if (end.kind == AttemptEnd::Kind::kInterrupted || end.kind == AttemptEnd::Kind::kDeadline) {
+      const bool interrupted = end.kind == AttemptEnd::Kind::kInterrupted;
+      std::string why = interrupted
+                            ? fmt::format("interrupted by signal {} ({})", s_.interrupted->load(),
+                                          strsignal(s_.interrupted->load()))
+                            : "the job's time limit passed";
+      StopAttempt(why + ": stopped by the launcher", nullptr);
+      out_.exit_code = interrupted ? kRunInterrupted : kRunDeadline;
+      out_.summary = why + "; every rank stopped";
+      Emit({.kind = interrupted ? "interrupted" : "deadline", .message = out_.summary});
+      End(why);
+      out_.hosts = hosts_;
+      return out_;
+    }
+    // A failure: stop the gang, then decide.
+    const SupervisorEvent* first = Cause(end.events, frozen_);
+    std::string why = CauseText(*first);
+    failed_at_ = [&] {
+      if (const auto* e = std::get_if<RankExited>(first)) return e->exit.at;
+      if (const auto* e = std::get_if<RankHung>(first)) return e->since + e->silent_for;
+      if (const auto* e = std::get_if<HostLost>(first)) return e->at;
+      return end.detected;
+    }();
+    Emit({.kind = "failure",
+          .rank =
+              std::holds_alternative<HostLost>(*first)
+                  ? -1
+                  : (std::holds_alternative<RankExited>(*first) ? std::get<RankExited>(*first).rank
+                                                                : std::get<RankHung>(*first).rank),
+          .host = EventHost(*first),
+          .step = last_step_,
+          .message = why});
+    StopAttempt(fmt::format("attempt {} failed ({}): stopped by the launcher", attempt_, why),
+                &end);
+    stopped_at_ = Clock::now();
+    Emit({.kind = "stopped",
+          .message = fmt::format("every rank of attempt {} stopped in {:.0f} ms", attempt_,
+                                 MsBetween(end.detected, stopped_at_))});
+    // The cause once more, now that the hosts lost while stopping are known too.
+    std::set<int> frozen = frozen_;
+    const SupervisorEvent* cause = Cause(end.events, frozen);
+    std::vector<SupervisorEvent> decisive = {*cause};
+    RecoveryDecision d = policy_.DecideRecovery(hosts_, spares_, out_.restarts, decisive);
+    RecoveryTiming timing{.attempt = attempt_,
+                          .detect_ms = MsBetween(failed_at_, end.detected),
+                          .stop_ms = MsBetween(end.detected, stopped_at_)};
+    if (!d.restart) {
+      const bool no_host =
+          std::holds_alternative<HostLost>(*cause) && out_.restarts < s_.supervisor.max_restarts;
+      out_.exit_code = no_host ? kRunNoHostLeft : kRunFailed;
+      out_.summary = fmt::format("failed: {}", d.reason);
+      Emit({.kind = "give_up", .host = d.failed_host, .message = out_.summary});
+      End(out_.summary);
+      out_.hosts = hosts_;
+      return out_;
+    }
+    if (!d.excluded_host.empty()) out_.excluded.push_back(d.excluded_host);
+    hosts_ = d.hosts;
+    spares_ = d.spares;
+    ++out_.restarts;
+    int64_t resume = VerifiedStep();
+    recovery_last_step_ = last_step_;
+    pending_recovery_ = timing;
+    Emit({.kind = "restart",
+          .host = d.replacement,
+          .step = resume,
+          .message = fmt::format(
+              "restart {} of {}: {}; {}", out_.restarts, s_.supervisor.max_restarts, d.reason,
+              resume >= 0
+                  ? fmt::format("the ranks resume from checkpoint step {} (verified)", resume)
+                  : std::string("no checkpoint verifies: the ranks start over"))});
+    ++attempt_;
+    last_step_ = -1;
+  }
+}
+
+}  // namespace
+
+std::string EventJson(const LaunchEvent& e) {
+  nlohmann::json j = {{"time_ms", e.unix_ms}, {"event", e.kind}, {"attempt", e.attempt}};
+  if (e.rank >= 0) j["rank"] = e.rank;
+  if (!e.host.empty()) j["host"] = e.host;
+  if (e.step >= 0) j["step"] = e.step;
+  if (!e.message.empty()) j["message"] = e.message;
+  return j.dump();
+}
+
+Result<LaunchOutcome> RunLaunch(const LaunchSpec& spec) {
+  if (spec.argv.empty()) return InvalidArgument("run: no command given (put it after --)");
+  if (spec.hosts.empty()) return InvalidArgument("run: no hosts to run on");
+  if (spec.nproc_per_host < 1) {
+    return InvalidArgument("run: --nproc-per-host {}: expected 1 or more", spec.nproc_per_host);
+  }
+  if (spec.store == nullptr || spec.job_id.empty()) {
+    return InvalidArgument("run: the launcher needs its store and a job id");
+  }
+  Launcher launcher(spec);
+  return launcher.Run();
+}
+
+}  // namespace railyard::launch
