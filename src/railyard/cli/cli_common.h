@@ -35,6 +35,7 @@ void RegisterBenchValidateCommand(CLI::App* bench, Action* action);
 void RegisterCkptCommand(CLI::App& app, Action* action);
 void RegisterDataCommand(CLI::App& app, Action* action);
 void RegisterValidateCommand(CLI::App& app, Action* action);
+void RegisterRunCommand(CLI::App& app, Action* action);
 
 // Absolute path of the running railyard binary (for starting probes in namespaces).
 std::string SelfExecutable();

@@ -47,6 +47,7 @@ int Main(int argc, char** argv) {
   RegisterDataCommand(app, &action);
   RegisterBenchCommand(app, &action);
   RegisterValidateCommand(app, &action);
+  RegisterRunCommand(app, &action);
 
   try {
     app.parse(argc, argv);

@@ -23,6 +23,7 @@
 #include "railyard/base/hmac.h"
 #include "railyard/base/strings.h"
 #include "railyard/base/units.h"
+#include "railyard/cli/agents_common.h"
 #include "railyard/cli/cli_common.h"
 #include "railyard/net/store/tcp_store_client.h"
 #include "railyard/net/store/tcp_store_server.h"
@@ -50,7 +51,6 @@ namespace {
 namespace v = railyard::validate;
 
 constexpr int kBadInput = 3;  // Nagios UNKNOWN (docs/cli.md)
-constexpr std::string_view kSecretEnv = "RAILYARD_JOB_SECRET";
 
 struct RunFlags {
   std::string plan = "quick";
@@ -106,31 +106,6 @@ Status CheckRunId(std::string_view id) {
   return InvalidArgument("--run '{}': expected 1 to 64 letters, digits, '.', '_' or '-'", id);
 }
 
-Result<std::chrono::milliseconds> ParseTimeout(std::string_view flag, const std::string& text) {
-  auto d = base::ParseDuration(text);
-  if (!d.ok() || *d < std::chrono::milliseconds(100) || *d > std::chrono::hours(24)) {
-    return InvalidArgument("{} {}: expected a duration from 100ms to 24h (5s, 2m)", flag, text);
-  }
-  return std::chrono::duration_cast<std::chrono::milliseconds>(*d);
-}
-
-// The job secret: --secret-file, else $RAILYARD_JOB_SECRET, else (only when `may_make`) a
-// fresh random one, as `bench comm` makes its ranks'. Surrounding whitespace is dropped.
-Result<std::string> ReadSecret(const std::string& secret_file, bool may_make) {
-  std::string secret;
-  if (!secret_file.empty()) {
-    auto text = base::ReadFile(secret_file);
-    if (!text.ok()) return text.status().WithContext("--secret-file");
-    secret = std::string(base::StripAsciiWhitespace(*text));
-    if (secret.empty()) return InvalidArgument("--secret-file {}: the file is empty", secret_file);
-  } else if (const char* env = std::getenv(kSecretEnv.data()); env != nullptr && *env) {
-    secret = std::string(base::StripAsciiWhitespace(env));
-  } else if (may_make) {
-    secret = base::ToHex(base::RandomBytes(16));
-  }
-  return secret;
-}
-
 // The directory of an output file must exist, so that a typo fails before the run.
 Status CheckOutput(std::string_view flag, const std::string& path) {
   if (path.empty() || path == "-") return Status::Ok();
@@ -176,62 +151,6 @@ std::string DryRunText(const v::Plan& plan, const v::HostList& list) {
   std::vector<std::string> names;
   for (const topo::Node& n : list.cluster.nodes) names.push_back(n.name);
   return out + v::FormatDryRun(schedule, names, per_round);
-}
-
-// Where the store listens: --listen, else the virtual cluster's control address, else this
-// machine's address on the route to the first host.
-Result<std::pair<std::string, int>> ListenAddress(const RunFlags& f, const v::HostList& list) {
-  if (!f.listen.empty()) {
-    std::string ip;
-    uint16_t port = 0;
-    Status st = base::SplitHostPort(f.listen, &ip, &port);
-    if (!st.ok()) return st.WithContext("--listen");
-    return std::pair{ip, static_cast<int>(port)};
-  }
-  if (f.agents == "external") {
-    return InvalidArgument(
-        "--agents external: give --listen ADDR:PORT, the address the running agents dial");
-  }
-  if (list.vcluster) {
-    // `vcluster up` records where the hosts reach the root namespace (the spine bridge's
-    // address; 127.0.0.1 in loopback mode).
-    if (!list.vcluster->control_address.empty()) {
-      return std::pair{list.vcluster->control_address, 0};
-    }
-    if (list.vcluster->spec().mode == vcluster::Mode::kLoopback) {
-      return std::pair{std::string("127.0.0.1"), 0};
-    }
-    return FailedPrecondition(
-        "virtual cluster '{}' records no control address (brought up by an older railyard?): "
-        "give --listen ADDR:PORT with an address of this machine its hosts route to",
-        list.vcluster->spec().prefix);
-  }
-  std::string first = list.addresses[0].empty() ? list.hosts[0] : list.addresses[0];
-  auto local = v::AgentAddress(first + ":9");
-  if (!local.ok()) {
-    return local.status().WithContext(fmt::format(
-        "finding this machine's address towards {} (give --listen ADDR:PORT)", list.hosts[0]));
-  }
-  return std::pair{*local, 0};
-}
-
-Result<std::unique_ptr<v::AgentStarter>> MakeStarter(const RunFlags& f, const v::HostList& list) {
-  std::string railyard = f.agent_binary.empty() ? SelfExecutable() : f.agent_binary;
-  if (!f.agent_command.empty()) {
-    RY_ASSIGN_OR_RETURN(auto t, v::TemplateStarter::Create(f.agent_command, railyard));
-    return std::unique_ptr<v::AgentStarter>(std::move(t));
-  }
-  if (f.agents == "external") return std::unique_ptr<v::AgentStarter>();
-  if (f.agents == "vcluster") {
-    if (!list.vcluster) {
-      return InvalidArgument(
-          "--agents vcluster: --hosts {} is not a virtual cluster (give --hosts vcluster)",
-          list.spec);
-    }
-    return std::unique_ptr<v::AgentStarter>(new v::VclusterStarter(*list.vcluster, railyard));
-  }
-  RY_ASSIGN_OR_RETURN(auto t, v::TemplateStarter::Create(f.agents, railyard));
-  return std::unique_ptr<v::AgentStarter>(std::move(t));
 }
 
 // One line per phase start and per host result, on stderr while the run goes.
@@ -317,17 +236,19 @@ int RunCoordinator(const RunFlags& f) {
     return 0;
   }
 
-  Result<std::unique_ptr<v::AgentStarter>> starter = MakeStarter(flags, *list);
+  Result<std::unique_ptr<v::AgentStarter>> starter =
+      MakeAgentStarter(flags.agents, flags.agent_command, flags.agent_binary, *list);
   if (!starter.ok()) return BadInput(starter.status());
-  Result<std::pair<std::string, int>> listen = ListenAddress(flags, *list);
+  Result<std::pair<std::string, int>> listen =
+      StoreListenAddress(flags.listen, flags.agents == "external", *list);
   if (!listen.ok()) return BadInput(listen.status());
-  Result<std::string> secret = ReadSecret(f.secret_file, flags.agents != "external");
+  Result<std::string> secret = ReadJobSecret(f.secret_file, flags.agents != "external");
   if (!secret.ok()) return BadInput(secret.status());
   if (secret->empty()) {
     return BadInput(InvalidArgument(
         "--agents external: the agents must share the job secret: give --secret-file F or set "
         "{}",
-        kSecretEnv));
+        kJobSecretEnv));
   }
   auto server = net::TcpStoreServer::Start(
       {.bind_ip = listen->first, .port = listen->second, .secret = *secret});
@@ -363,28 +284,6 @@ int RunCoordinator(const RunFlags& f) {
   return written.ok() ? report->ExitCode() : kBadInput;
 }
 
-// The first line of stdin (the starters write the secret and a newline), or what came before
-// EOF. DEADLINE_EXCEEDED when nothing ends the line by `deadline`: a terminal left open must
-// not hold the agent forever.
-Result<std::string> ReadStdinLine(base::Deadline deadline) {
-  std::string text;
-  for (;;) {
-    pollfd p{STDIN_FILENO, POLLIN, 0};
-    int r = ::poll(&p, 1, deadline.PollTimeoutMs());
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return ErrnoStatus(errno, "reading stdin");
-    if (r == 0) return DeadlineExceeded("no line on stdin before the deadline");
-    char buf[256];
-    ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoStatus(errno, "reading stdin");
-    if (n == 0) return text;
-    text.append(buf, static_cast<size_t>(n));
-    if (size_t nl = text.find('\n'); nl != std::string::npos) return text.substr(0, nl);
-    if (text.size() > 4096) return InvalidArgument("stdin: a line longer than 4096 bytes");
-  }
-}
-
 int RunAgentCommand(const AgentFlags& f) {
   if (Status st = NoExtras(f.app, "validate agent"); !st.ok()) return BadInput(st);
   if (f.coordinator.empty()) {
@@ -415,14 +314,14 @@ int RunAgentCommand(const AgentFlags& f) {
     if (!line.ok()) return BadInput(line.status().WithContext("--secret-stdin"));
     secret = std::string(base::StripAsciiWhitespace(*line));
   } else {
-    Result<std::string> read = ReadSecret(f.secret_file, /*may_make=*/false);
+    Result<std::string> read = ReadJobSecret(f.secret_file, /*may_make=*/false);
     if (!read.ok()) return BadInput(read.status());
     secret = *read;
   }
   if (secret.empty()) {
     return BadInput(InvalidArgument(
         "validate agent: no job secret (give --secret-stdin, --secret-file F or set {})",
-        kSecretEnv));
+        kJobSecretEnv));
   }
   auto store = net::ConnectTcpStore(f.coordinator, secret, base::Deadline::After(*connect));
   if (!store.ok()) {

@@ -189,11 +189,16 @@ void Agent::Tend() {
     base::WaitFd(-1, POLLIN, until, "idle").IgnoreError();
     return;
   }
-  for (int i : share_->gang.Reap(milliseconds(5))) share_->ended_at[i] = Clock::now();
-  // The progress socket's wait ends at the interval or with the first datagram.
-  auto polled = share_->progress->Poll(until);
-  if (!polled.ok()) kLog.Warn("{}", polled.status().ToString());
-  for (int i : share_->gang.Reap(milliseconds(5))) share_->ended_at[i] = Clock::now();
+  // Short slices, so that each rank's end is stamped within about 10 ms of it: the launcher
+  // orders failures on different hosts by these stamps. Each slice's wait is the progress
+  // socket's, which a datagram ends early.
+  while (!until.Expired()) {
+    for (int i : share_->gang.Reap(milliseconds(1))) share_->ended_at[i] = Clock::now();
+    auto polled =
+        share_->progress->Poll(Deadline::Earliest(Deadline::After(milliseconds(10)), until));
+    if (!polled.ok()) kLog.Warn("{}", polled.status().ToString());
+  }
+  for (int i : share_->gang.Reap(milliseconds(1))) share_->ended_at[i] = Clock::now();
   if (state_ == AgentStatus::State::kRunning && share_->gang.all_ended()) {
     state_ = AgentStatus::State::kStopped;
   }

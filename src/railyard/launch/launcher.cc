@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -110,6 +111,7 @@ class Launcher {
   std::optional<Clock::time_point> ranks_running_at_, first_step_at_;
   int64_t first_step_ = -1;
   int64_t recovery_last_step_ = -1;
+  int64_t resumed_from_ = -1;  // the verified checkpoint step the next attempt resumes at
   std::optional<RecoveryTiming> pending_recovery_;
   LaunchOutcome out_;
 };
@@ -217,6 +219,14 @@ void Launcher::ReadStatuses() {
       v.lost_at = v.last_change;
     }
   }
+  for (const std::string& host : hosts_) {
+    const AgentView& v = agents_[host];
+    if (!v.status || v.status->attempt != attempt_) continue;
+    for (const AgentRankStatus& r : v.status->ranks) {
+      if (!r.error_line.empty()) error_lines_[r.rank] = r.error_line;
+      last_step_ = std::max(last_step_, r.last_step);
+    }
+  }
   // A lost spare can no longer replace anyone.
   for (auto it = spares_.begin(); it != spares_.end();) {
     const AgentView& v = agents_[*it];
@@ -291,12 +301,50 @@ Observations Launcher::Observe(std::set<int>* frozen) const {
   return obs;
 }
 
+// The rank a peer's error blames: comm's errors name the rank that failed after "failed: "
+// ("allreduce #27 ... on rank 0 failed: rank 1 (node1 pid 42): connection closed"); -1 when
+// the line names none.
+int BlamedRank(const std::string& error_line) {
+  size_t at = error_line.find("failed: rank ");
+  if (at == std::string::npos) return -1;
+  at += std::string_view("failed: rank ").size();
+  int rank = -1;
+  auto [end, ec] =
+      std::from_chars(error_line.data() + at, error_line.data() + error_line.size(), rank);
+  return ec == std::errc() ? rank : -1;
+}
+
 const SupervisorEvent* Launcher::Cause(const std::vector<SupervisorEvent>& events,
                                        const std::set<int>& frozen) const {
   for (const SupervisorEvent& e : events) {
     if (const auto* hung = std::get_if<RankHung>(&e); hung && frozen.count(hung->rank)) return &e;
   }
-  return FirstFailure(events);
+  const SupervisorEvent* first = FirstFailure(events);
+  // A rank that failed because a peer did names that peer; when the peer's own failure is
+  // among the events, it is the cause, whichever host's clock stamped its end first.
+  for (int hops = 0; first != nullptr && hops < 4; ++hops) {
+    const auto* exited = std::get_if<RankExited>(first);
+    if (exited == nullptr || exited->exit.signal != 0) break;
+    auto line = error_lines_.find(exited->rank);
+    int blamed = line == error_lines_.end() ? -1 : BlamedRank(line->second);
+    if (blamed < 0 || blamed == exited->rank ||
+        blamed >= s_.nproc_per_host * static_cast<int>(hosts_.size())) {
+      break;
+    }
+    const SupervisorEvent* next = nullptr;
+    for (const SupervisorEvent& e : events) {
+      if (!IsFailure(e)) continue;
+      if (const auto* x = std::get_if<RankExited>(&e); x && x->rank == blamed) next = &e;
+      if (const auto* h = std::get_if<RankHung>(&e); h && h->rank == blamed) next = &e;
+      if (const auto* l = std::get_if<HostLost>(&e);
+          l && RankHosts(hosts_, s_.nproc_per_host)[blamed] == l->host) {
+        next = &e;
+      }
+    }
+    if (next == nullptr) break;
+    first = next;
+  }
+  return first;
 }
 
 std::string Launcher::CauseText(const SupervisorEvent& cause) const {
@@ -334,14 +382,6 @@ AttemptEnd Launcher::Watch() {
     ReadStatuses();
     std::set<int> frozen;
     Observations obs = Observe(&frozen);
-    for (const std::string& host : hosts_) {
-      const AgentView& v = agents_[host];
-      if (!v.status || v.status->attempt != attempt_) continue;
-      for (const AgentRankStatus& r : v.status->ranks) {
-        if (!r.error_line.empty()) error_lines_[r.rank] = r.error_line;
-        last_step_ = std::max(last_step_, r.last_step);
-      }
-    }
     std::vector<SupervisorEvent> events = policy_.Evaluate(obs);
     for (const SupervisorEvent& e : events) {
       const auto* slow = std::get_if<Straggler>(&e);
@@ -358,13 +398,6 @@ AttemptEnd Launcher::Watch() {
       frozen_ = frozen;
       return end;
     }
-    bool clean = false;
-    if (AllRanksEnded(&clean) && clean) {
-      return {.kind = AttemptEnd::Kind::kSucceeded, .detected = Clock::now()};
-    }
-    if (Interrupted()) return {.kind = AttemptEnd::Kind::kInterrupted, .detected = Clock::now()};
-    if (s_.deadline.Expired())
-      return {.kind = AttemptEnd::Kind::kDeadline, .detected = Clock::now()};
     // Said once every rank of the attempt runs, then the step every few seconds.
     int running = 0;
     int64_t min_step = -1;
@@ -392,6 +425,14 @@ AttemptEnd Launcher::Watch() {
               .step = min_step,
               .message = fmt::format("every rank past step {}", min_step)});
       }
+    }
+    bool clean = false;
+    if (AllRanksEnded(&clean) && clean) {
+      return {.kind = AttemptEnd::Kind::kSucceeded, .detected = Clock::now()};
+    }
+    if (Interrupted()) return {.kind = AttemptEnd::Kind::kInterrupted, .detected = Clock::now()};
+    if (s_.deadline.Expired()) {
+      return {.kind = AttemptEnd::Kind::kDeadline, .detected = Clock::now()};
     }
     Pause();
   }
@@ -486,8 +527,11 @@ Result<LaunchOutcome> Launcher::Run() {
         t.resume_ms = MsBetween(*ranks_running_at_, *first_step_at_);
         t.total_ms = MsBetween(failed_at_, *first_step_at_);
         t.resumed_step = first_step_;
-        t.lost_steps = std::max<int64_t>(0, recovery_last_step_ + 1 - first_step_);
       }
+      // Steps finished before the failure that the next attempt runs again: from the step
+      // its checkpoint resumes at, else from the first step it reported.
+      int64_t from = resumed_from_ >= 0 ? resumed_from_ : first_step_;
+      if (from >= 0) t.lost_steps = std::max<int64_t>(0, recovery_last_step_ + 1 - from);
       out_.recoveries.push_back(t);
       pending_recovery_.reset();
     }
@@ -513,7 +557,7 @@ Result<LaunchOutcome> Launcher::Run() {
                                           strsignal(s_.interrupted->load()))
                             : "the job's time limit passed";
       StopAttempt(why + ": stopped by the launcher", nullptr);
-      out_.exit_code = interrupted ? kRunInterrupted : kRunDeadline;
+      out_.exit_code = interrupted ? 128 + s_.interrupted->load() : kRunDeadline;
       out_.summary = why + "; every rank stopped";
       Emit({.kind = interrupted ? "interrupted" : "deadline", .message = out_.summary});
       End(why);
@@ -567,6 +611,7 @@ Result<LaunchOutcome> Launcher::Run() {
     spares_ = d.spares;
     ++out_.restarts;
     int64_t resume = VerifiedStep();
+    resumed_from_ = resume;
     recovery_last_step_ = last_step_;
     pending_recovery_ = timing;
     Emit({.kind = "restart",
