@@ -249,7 +249,8 @@ int RunJob(const RunFlags& f) {
   if (f.spares < 0 || f.nodes < 0 || f.max_restarts < 0) {
     return Bad(InvalidArgument("--nodes, --spares and --max-restarts are 0 or more"));
   }
-  auto heartbeat = base::ParseDuration(f.heartbeat_timeout);
+  auto heartbeat = f.heartbeat_timeout == "0" ? Result<base::Duration>(base::Duration::zero())
+                                              : base::ParseDuration(f.heartbeat_timeout);
   if (!heartbeat.ok() || *heartbeat < std::chrono::milliseconds(0)) {
     return Bad(
         InvalidArgument("--heartbeat-timeout {}: expected a duration (60s, 2m; 0 turns "
@@ -302,7 +303,8 @@ int RunJob(const RunFlags& f) {
                           f.nproc_per_host, list->spec, cpus, cpus));
     }
     std::string exe = f.command[0];
-    if (base::FindInPath(exe).empty()) {
+    std::string found = base::FindInPath(exe);
+    if (found.empty() || ::access(found.c_str(), X_OK) != 0) {
       return Bad(NotFound("run: command '{}' not found{}", exe,
                           exe.find('/') == std::string::npos ? " in PATH" : ""));
     }
@@ -492,6 +494,7 @@ int RunJob(const RunFlags& f) {
       std::fflush(events);
     } else if (events_path == "-") {
       fmt::print("{}\n", launch::EventJson(e));
+      std::fflush(stdout);  // a pipe reader sees each event as it happens
     }
   };
   fmt::print(stderr,

@@ -1,0 +1,338 @@
+// `railyard run` end to end on pretend hosts of this machine (local:N): the example trainer
+// (examples/train) under the launcher, with a rank killed, a rank frozen, a host's agent
+// killed, a spent restart budget and a signal to the launcher; the recovered weights are
+// compared byte for byte with an uninterrupted run's.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "railyard/base/files.h"
+#include "railyard/base/subprocess.h"
+#include "railyard/base/temp_dir_testing.h"
+
+namespace railyard {
+namespace {
+
+using base::Deadline;
+using namespace std::chrono_literals;
+
+constexpr char kRailyard[] = RAILYARD_BINARY;
+constexpr char kTrain[] = RAILYARD_TRAIN_BINARY;
+
+// Pids of the processes whose environment (or command line, when `in_cmdline`) holds
+// `needle`: a job's ranks carry RAILYARD_JOB_ID=<job>, its agents "--job <job>".
+std::vector<pid_t> ProcessesWith(const std::string& needle, bool in_cmdline,
+                                 const std::string& also = "") {
+  std::vector<pid_t> found;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return found;
+  while (dirent* e = ::readdir(proc)) {
+    pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0 || pid == ::getpid()) continue;
+    auto text = base::ReadFile(fmt::format("/proc/{}/{}", pid, in_cmdline ? "cmdline" : "environ"));
+    if (!text.ok()) continue;
+    std::string words = *text;
+    for (char& c : words) c = c == '\0' ? '\n' : c;
+    words = "\n" + words + "\n";
+    if (words.find(needle) != std::string::npos &&
+        (also.empty() || words.find(also) != std::string::npos)) {
+      found.push_back(pid);
+    }
+  }
+  ::closedir(proc);
+  return found;
+}
+
+// Whether `pid` still exists and is not a zombie.
+bool Alive(pid_t pid) {
+  auto stat = base::ReadFile(fmt::format("/proc/{}/stat", pid));
+  if (!stat.ok()) return false;
+  size_t paren = stat->rfind(')');
+  return paren != std::string::npos && paren + 2 < stat->size() && (*stat)[paren + 2] != 'Z';
+}
+
+class RunTest : public ::testing::Test {
+ protected:
+  std::vector<std::string> RunArgs(const std::string& hosts, int spares, int nproc,
+                                   const std::string& ckpt, const std::string& out,
+                                   const std::vector<std::string>& extra_train,
+                                   const std::vector<std::string>& extra_run = {}) {
+    std::vector<std::string> argv = {kRailyard,
+                                     "run",
+                                     "--hosts",
+                                     hosts,
+                                     "--spares",
+                                     std::to_string(spares),
+                                     "--nproc-per-host",
+                                     std::to_string(nproc),
+                                     "--ckpt-dir",
+                                     ckpt,
+                                     "--events",
+                                     "-",
+                                     "--heartbeat-timeout",
+                                     "3s"};
+    argv.insert(argv.end(), extra_run.begin(), extra_run.end());
+    argv.insert(argv.end(), {"--", kTrain, "--data", dir_.path() + "/data", "--ckpt-every", "10",
+                             "--log-every", "0", "--out", out});
+    argv.insert(argv.end(), extra_train.begin(), extra_train.end());
+    return argv;
+  }
+
+  // Runs to the end; the events (JSON lines on stdout) and how it ended.
+  struct Finished {
+    base::ExitInfo exit;
+    std::vector<nlohmann::json> events;
+    std::string Dump() const { return exit.stdout_text + exit.stderr_text; }
+    std::vector<nlohmann::json> Of(const std::string& kind) const {
+      std::vector<nlohmann::json> out;
+      for (const auto& e : events) {
+        if (e.value("event", "") == kind) out.push_back(e);
+      }
+      return out;
+    }
+  };
+  Finished Run(const std::vector<std::string>& argv) {
+    auto r = base::RunCommand({.argv = argv}, Deadline::After(150s));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    Finished f{.exit = r.ok() ? *r : base::ExitInfo{}};
+    ParseEvents(f.exit.stdout_text, &f.events);
+    return f;
+  }
+  static void ParseEvents(const std::string& text, std::vector<nlohmann::json>* events) {
+    size_t at = 0;
+    while (at < text.size()) {
+      size_t nl = text.find('\n', at);
+      std::string line = text.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+      at = nl == std::string::npos ? text.size() : nl + 1;
+      if (!line.starts_with("{")) continue;
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_discarded()) events->push_back(std::move(j));
+    }
+  }
+
+  // The uninterrupted run's weights for `nproc` x `hosts` ranks and `steps`.
+  std::string Reference(int hosts, int nproc, int steps) {
+    std::string out = fmt::format("{}/ref-{}x{}.bin", dir_.path(), hosts, nproc);
+    Finished f = Run(RunArgs(fmt::format("local:{}", hosts), 0, nproc,
+                             dir_.path() + "/ref-ckpt-" + std::to_string(hosts), out,
+                             {"--steps", std::to_string(steps)}));
+    EXPECT_EQ(f.exit.exit_code, 0) << f.Dump();
+    auto bytes = base::ReadFile(out);
+    EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
+    return bytes.ok() ? *bytes : "";
+  }
+
+  // Starts a run whose events come back one at a time; returns once `kind` was seen.
+  struct Live {
+    base::Child child;
+    std::vector<nlohmann::json> events;
+    std::string job;
+  };
+  std::optional<Live> StartAndWaitFor(const std::vector<std::string>& argv,
+                                      const std::string& kind) {
+    auto child = base::Child::Spawn({.argv = argv});
+    if (!child.ok()) {
+      ADD_FAILURE() << child.status().ToString();
+      return std::nullopt;
+    }
+    Live live{.child = std::move(*child)};
+    auto deadline = Deadline::After(60s);
+    for (;;) {
+      auto line = live.child.ReadLine(deadline);
+      if (!line.ok()) {
+        ADD_FAILURE() << "no '" << kind << "' event: " << line.status().ToString();
+        return std::nullopt;
+      }
+      ParseEvents(*line, &live.events);
+      if (!live.events.empty() && live.events.back().value("event", "") == kind) break;
+    }
+    return live;
+  }
+
+  base::ScopedTempDir dir_{"run"};
+};
+
+TEST_F(RunTest, KilledRankIsNamedReplacedByTheSpareAndTheWeightsAreIdentical) {
+  const std::string reference = Reference(2, 2, 40);
+  const std::string out = dir_.path() + "/killed.bin";
+  Finished f =
+      Run(RunArgs("local:3", 1, 2, dir_.path() + "/ckpt", out,
+                  {"--steps", "40", "--fail-at-step-for-test", "25", "--fail-rank-for-test", "1"}));
+  ASSERT_EQ(f.exit.exit_code, 0) << f.Dump();
+  auto failures = f.Of("failure");
+  ASSERT_EQ(failures.size(), 1u) << f.Dump();
+  // Rank 1 killed itself; its peers' errors name it, and the launcher blames rank 1.
+  EXPECT_EQ(failures[0].value("rank", -1), 1) << failures[0].dump();
+  EXPECT_EQ(failures[0].value("host", ""), "local0");
+  EXPECT_NE(failures[0].value("message", "").find("killed by SIGKILL"), std::string::npos)
+      << failures[0].dump();
+  auto restarts = f.Of("restart");
+  ASSERT_EQ(restarts.size(), 1u);
+  EXPECT_EQ(restarts[0].value("host", ""), "local2");  // the spare
+  EXPECT_EQ(restarts[0].value("step", -1), 20);        // the newest verified checkpoint
+  auto starts = f.Of("attempt_start");
+  ASSERT_EQ(starts.size(), 2u);
+  EXPECT_NE(starts[1].value("message", "").find("local2,local1"), std::string::npos)
+      << "the spare takes the failed host's place, so rank order is kept: " << starts[1].dump();
+  auto bytes = base::ReadFile(out);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  EXPECT_TRUE(*bytes == reference) << "recovered weights differ from the uninterrupted run's";
+}
+
+TEST_F(RunTest, FrozenRankIsHungAndNamedNotItsWaitingPeers) {
+  const std::string out = dir_.path() + "/frozen.bin";
+  auto live = StartAndWaitFor(RunArgs("local:2", 0, 2, dir_.path() + "/ckpt", out,
+                                      {"--steps", "100000"}, {"--max-restarts", "0"}),
+                              "ranks_running");
+  ASSERT_TRUE(live);
+  // Rank 2 (local1's first) is frozen once it has stepped: SIGSTOP, as a debugger would.
+  auto deadline = Deadline::After(30s);
+  std::vector<pid_t> rank2;
+  while (rank2.empty() && !deadline.Expired()) {
+    rank2 = ProcessesWith("\nRAILYARD_RANK=2\n", false, "RAILYARD_RESTART_COUNT=0");
+    for (auto it = rank2.begin(); it != rank2.end();) {
+      auto env = base::ReadFile(fmt::format("/proc/{}/environ", *it));
+      it = env.ok() &&
+                   env->find(std::string("RAILYARD_CKPT_DIR=") + dir_.path()) != std::string::npos
+               ? it + 1
+               : rank2.erase(it);
+    }
+  }
+  ASSERT_EQ(rank2.size(), 1u);
+  ASSERT_EQ(::kill(rank2[0], SIGSTOP), 0);
+  auto done = live->child.Wait(Deadline::After(60s));
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  ParseEvents(done->stdout_text, &live->events);
+  std::vector<nlohmann::json> failures;
+  for (const auto& e : live->events) {
+    if (e.value("event", "") == "failure") failures.push_back(e);
+  }
+  ASSERT_EQ(failures.size(), 1u) << done->stdout_text << done->stderr_text;
+  EXPECT_EQ(failures[0].value("rank", -1), 2) << failures[0].dump();
+  EXPECT_EQ(failures[0].value("host", ""), "local1");
+  EXPECT_NE(failures[0].value("message", "").find("hung"), std::string::npos) << failures[0].dump();
+  // No restarts allowed: the job fails with the budget spent, and the frozen rank is gone.
+  EXPECT_EQ(done->exit_code, 3) << done->stderr_text;
+  EXPECT_FALSE(Alive(rank2[0]));
+}
+
+TEST_F(RunTest, LostHostIsReplacedByTheSpare) {
+  const std::string reference = Reference(2, 1, 2000);
+  const std::string out = dir_.path() + "/lost.bin";
+  auto live = StartAndWaitFor(
+      RunArgs("local:3", 1, 1, dir_.path() + "/ckpt", out, {"--steps", "2000"}), "ranks_running");
+  ASSERT_TRUE(live);
+  // local1's agent dies with its ranks (they die with their parent): the host is gone.
+  std::vector<pid_t> agent;
+  for (pid_t pid : ProcessesWith("\nagent\n", true, "\nlocal1\n")) {
+    auto cmd = base::ReadFile(fmt::format("/proc/{}/cmdline", pid));
+    if (cmd.ok()) agent.push_back(pid);
+  }
+  ASSERT_FALSE(agent.empty());
+  for (pid_t pid : agent) ::kill(pid, SIGKILL);
+  auto done = live->child.Wait(Deadline::After(120s));
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  ParseEvents(done->stdout_text, &live->events);
+  std::vector<nlohmann::json> restarts;
+  for (const auto& e : live->events) {
+    if (e.value("event", "") == "restart") restarts.push_back(e);
+  }
+  ASSERT_EQ(done->exit_code, 0) << done->stdout_text << done->stderr_text;
+  ASSERT_EQ(restarts.size(), 1u) << done->stdout_text;
+  EXPECT_EQ(restarts[0].value("host", ""), "local2");
+  EXPECT_NE(restarts[0].value("message", "").find("local1"), std::string::npos)
+      << restarts[0].dump();
+  auto bytes = base::ReadFile(out);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_TRUE(*bytes == reference) << "recovered weights differ from the uninterrupted run's";
+}
+
+TEST_F(RunTest, SpentRestartBudgetEndsTheJobWithItsExitCode) {
+  // The command fails every time: one restart, then the job fails with exit code 3.
+  Finished f = Run({kRailyard, "run", "--hosts", "local:2", "--max-restarts", "1", "--events", "-",
+                    "--heartbeat-timeout", "0", "--", "sh", "-c",
+                    "echo 'railyard: error: disk full on purpose' >&2; exit 7"});
+  EXPECT_EQ(f.exit.exit_code, 3) << f.Dump();
+  EXPECT_EQ(f.Of("failure").size(), 2u) << f.Dump();
+  auto give_up = f.Of("give_up");
+  ASSERT_EQ(give_up.size(), 1u) << f.Dump();
+  EXPECT_NE(give_up[0].value("message", "").find("exited with 7"), std::string::npos)
+      << give_up[0].dump();
+  EXPECT_NE(f.Of("failure")[0].value("message", "").find("disk full on purpose"), std::string::npos)
+      << "the rank's own error line is part of the cause";
+}
+
+TEST_F(RunTest, SignalToTheLauncherStopsEveryRankAndAgent) {
+  auto live = StartAndWaitFor(RunArgs("local:2", 0, 2, dir_.path() + "/ckpt",
+                                      dir_.path() + "/w.bin", {"--steps", "100000"}),
+                              "ranks_running");
+  ASSERT_TRUE(live);
+  // The launcher's children are its host agents.
+  std::vector<pid_t> agents;
+  for (pid_t pid : ProcessesWith("\nagent\n", true)) {
+    auto stat = base::ReadFile(fmt::format("/proc/{}/stat", pid));
+    if (!stat.ok()) continue;
+    int ppid = 0;
+    std::sscanf(stat->c_str() + stat->rfind(')') + 2, "%*c %d", &ppid);
+    if (ppid == live->child.pid()) agents.push_back(pid);
+  }
+  EXPECT_EQ(agents.size(), 2u);
+  ASSERT_EQ(::kill(live->child.pid(), SIGTERM), 0);
+  auto done = live->child.Wait(Deadline::After(30s));
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(done->exit_code, 128 + SIGTERM) << done->stderr_text;
+  EXPECT_NE(done->stdout_text.find("\"event\":\"interrupted\""), std::string::npos);
+  // Nothing of this job is left: no rank (its checkpoint directory is in its environment),
+  // no agent.
+  const std::string marker = "RAILYARD_CKPT_DIR=" + dir_.path();
+  EXPECT_TRUE(ProcessesWith(marker, false).empty());
+  for (pid_t pid : agents) EXPECT_FALSE(Alive(pid)) << "agent " << pid << " outlived the run";
+}
+
+TEST_F(RunTest, BadInputIsRefusedBeforeAnythingStarts) {
+  auto run = [](std::vector<std::string> args) {
+    std::vector<std::string> argv = {kRailyard, "run"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto r = base::RunCommand({.argv = argv}, Deadline::After(30s));
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *r : base::ExitInfo{};
+  };
+  auto missing = run({"--hosts", "local:2", "--", "/no/such/trainer"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.stderr_text.find("command '/no/such/trainer' not found"), std::string::npos)
+      << missing.stderr_text;
+  auto too_many = run({"--hosts", "local:2", "--nproc-per-host", "100000", "--", "true"});
+  EXPECT_EQ(too_many.exit_code, 2);
+  EXPECT_NE(too_many.stderr_text.find("--nproc-per-host 100000"), std::string::npos)
+      << too_many.stderr_text;
+  auto no_command = run({"--hosts", "local:2"});
+  EXPECT_EQ(no_command.exit_code, 2);
+  EXPECT_NE(no_command.stderr_text.find("put it after --"), std::string::npos);
+  auto spares = run({"--hosts", "local:2", "--spares", "2", "--", "true"});
+  EXPECT_EQ(spares.exit_code, 2);
+  EXPECT_NE(spares.stderr_text.find("leave none for the job"), std::string::npos)
+      << spares.stderr_text;
+}
+
+TEST_F(RunTest, DryRunPrintsPlacementSparesAndRankLayout) {
+  auto r = base::RunCommand({.argv = {kRailyard, "run", "--hosts", "local:3", "--spares", "1",
+                                      "--nproc-per-host", "2", "--dry-run", "--", "true"}},
+                            Deadline::After(30s));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->exit_code, 0) << r->stderr_text;
+  EXPECT_NE(r->stdout_text.find("job: 2 hosts x 2 ranks = 4 ranks: local0,local1"),
+            std::string::npos)
+      << r->stdout_text;
+  EXPECT_NE(r->stdout_text.find("spares: local2"), std::string::npos) << r->stdout_text;
+  EXPECT_NE(r->stdout_text.find("local1 runs ranks 2-3"), std::string::npos) << r->stdout_text;
+}
+
+}  // namespace
+}  // namespace railyard
