@@ -2,8 +2,11 @@
 // removes itself. It grows with each capability.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "railyard/base/clock.h"
@@ -13,8 +16,6 @@
 #include "railyard/base/subprocess.h"
 #include "railyard/base/units.h"
 #include "railyard/cli/cli_common.h"
-#include "railyard/place/placement.h"
-#include "railyard/topo/load.h"
 #include "railyard/vcluster/bandwidth_matrix.h"
 #include "railyard/vcluster/vcluster.h"
 
@@ -25,7 +26,7 @@ using namespace railyard::vcluster;
 
 struct DemoFlags {
   std::string prefix = "ryd";
-  int hosts = 4;
+  int hosts = 8;
   int leaves = 2;
   std::string leaf_rate = "1Gbit";
   std::string spine_rate = "500Mbit";
@@ -124,6 +125,90 @@ Result<std::vector<std::string>> DemoValidate(const vcluster::ClusterState& stat
   fmt::print("  validation excluded: {}\n",
              hosts.empty() ? "nothing" : fmt::format("{}", fmt::join(hosts, ", ")));
   return hosts;
+}
+
+// The example trainer (examples/train), built beside this binary.
+std::string TrainBinary() {
+  std::string self = SelfExecutable();
+  return self.substr(0, self.rfind('/') + 1) + "examples/train/railyard_train_example";
+}
+
+// Trains the example under `railyard run` twice on the cluster: once uninterrupted, once with
+// a rank that kills itself mid-run, around the hosts validation excluded and with one spare.
+// Prints the launcher's events and whether the recovered weights equal the uninterrupted
+// run's, byte for byte.
+Status DemoTrain(const vcluster::ClusterState& state, const std::vector<std::string>& excluded) {
+  const std::string train = TrainBinary();
+  if (::access(train.c_str(), X_OK) != 0) {
+    return NotFound("the example trainer {} is not built (make build builds it)", train);
+  }
+  const int usable = state.spec().hosts - static_cast<int>(excluded.size());
+  const int nodes = std::min(4, usable - 1);
+  if (nodes < 2) {
+    fmt::print("  {} usable hosts: too few for a 2-host job with a spare, skipped\n", usable);
+    return Status::Ok();
+  }
+  const std::string dir = state.shared_dir + "/demo-train";
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  RY_RETURN_IF_ERROR(base::MakeDirs(dir));
+  auto run = [&](const std::string& name, int spares,
+                 std::vector<std::string> fault) -> Result<base::ExitInfo> {
+    base::SpawnOptions o;
+    o.argv = {SelfExecutable(),
+              "run",
+              "--hosts",
+              "vcluster:" + state.spec().prefix,
+              "--nodes",
+              std::to_string(nodes),
+              "--spares",
+              std::to_string(spares),
+              "--nproc-per-host",
+              "2",
+              "--preflight",
+              "none",
+              "--heartbeat-timeout",
+              "10s",
+              "--ckpt-dir",
+              dir + "/ckpt-" + name,
+              "--events",
+              dir + "/" + name + "-events.jsonl"};
+    if (!excluded.empty()) {
+      o.argv.push_back("--exclude");
+      o.argv.push_back(fmt::format("{}", fmt::join(excluded, ",")));
+    }
+    std::vector<std::string> cmd = {
+        "--",          train, "--steps", "200",         "--ckpt-every", "20",
+        "--log-every", "0",   "--data",  dir + "/data", "--out",        dir + "/" + name + ".bin"};
+    o.argv.insert(o.argv.end(), cmd.begin(), cmd.end());
+    o.argv.insert(o.argv.end(), fault.begin(), fault.end());
+    return base::RunCommand(o, base::Deadline::After(std::chrono::seconds(120)));
+  };
+  RY_ASSIGN_OR_RETURN(base::ExitInfo clean, run("uninterrupted", 0, {}));
+  if (!clean.Succeeded()) return Internal("the uninterrupted run failed: {}", clean.Describe());
+  fmt::print("  uninterrupted: {} ranks on {} hosts, 200 steps: done\n", 2 * nodes, nodes);
+  fmt::print("  again, with rank 3 killing itself before step 130 (a checkpoint every 20):\n");
+  RY_ASSIGN_OR_RETURN(
+      base::ExitInfo failed,
+      run("recovered", 1, {"--fail-at-step-for-test", "130", "--fail-rank-for-test", "3"}));
+  for (std::string_view line : base::SplitLines(failed.stderr_text)) {
+    if (line.starts_with("railyard: run: ")) fmt::print("    {}\n", line.substr(15));
+  }
+  for (std::string_view line : base::SplitLines(failed.stdout_text)) {
+    if (line.find("recovery after") != std::string_view::npos) {
+      fmt::print("    {}\n", base::StripAsciiWhitespace(line));
+    }
+  }
+  if (!failed.Succeeded())
+    return Internal("the run with a failure did not recover: {}", failed.Describe());
+  auto a = base::ReadFile(dir + "/uninterrupted.bin");
+  auto b = base::ReadFile(dir + "/recovered.bin");
+  if (!a.ok() || !b.ok()) return Internal("the runs wrote no weights");
+  fmt::print("  final weights of the recovered run {} the uninterrupted run's ({} bytes)\n",
+             *a == *b ? "are byte-identical to" : "DIFFER from", a->size());
+  std::filesystem::remove_all(dir, ec);
+  if (*a != *b) return Internal("recovered weights differ from the uninterrupted run's");
+  return Status::Ok();
 }
 
 Status RunDemo(const DemoFlags& f) {
@@ -251,25 +336,10 @@ Status RunDemo(const DemoFlags& f) {
                    spec.hosts));
   RY_RETURN_IF_ERROR(DemoAllreduce(state));
 
-  Step(6, total, "place a 2-node job on the topology, around what validation excluded");
-  {
-    // The topology file the cluster wrote is what a scheduler would read; the exclusions are
-    // validation's own, from its --exclude-file.
-    RY_ASSIGN_OR_RETURN(topo::Cluster cluster, topo::LoadTopology(state.topology_file));
-    place::Placer placer(cluster);
-    RY_RETURN_IF_ERROR(placer.SetExcluded(excluded));
-    auto placed = placer.Place({.nodes = 2, .preferred_level = "leaf"});
-    const std::string which =
-        excluded.empty() ? "nothing" : fmt::format("{}", fmt::join(excluded, ", "));
-    if (placed.ok()) {
-      fmt::print("  excluded {}; {}\n", which, placed->explanation);
-      for (size_t r = 0; r < placed->hosts.size(); ++r) {
-        fmt::print("  rank {} -> {}\n", r, placed->hosts[r]);
-      }
-    } else {
-      fmt::print("  excluded {}; not placed: {}\n", which, placed.status().message());
-    }
-  }
+  Step(6, total,
+       "train under `railyard run` around what validation excluded; kill a rank; recover on "
+       "a spare");
+  RY_RETURN_IF_ERROR(DemoTrain(state, excluded));
 
   Step(7, total, "tear down");
   RY_ASSIGN_OR_RETURN(DownReport report, vc.Down(spec.prefix));
@@ -287,8 +357,9 @@ void RegisterDemoCommand(CLI::App& app, Action* action) {
       "demo",
       "A tour on a virtual cluster it brings up and removes, in 7 steps: bring-up, "
       "topology, bandwidth matrix, validation finding a degraded host it is not told of, an "
-      "allreduce across the hosts (busbw next to the link rate), placement around what "
-      "validation excluded, tear-down");
+      "allreduce across the hosts (busbw next to the link rate), training under `railyard run` "
+      "placed around what validation excluded, with a rank killed and the job recovered on a "
+      "spare to the same weights, tear-down");
   demo->add_option("--prefix", f->prefix, "prefix of the demo cluster's names")
       ->capture_default_str();
   demo->add_option("--hosts", f->hosts, "hosts")->capture_default_str();

@@ -564,33 +564,32 @@ Result<LaunchOutcome> Launcher::Run() {
       out_.hosts = hosts_;
       return out_;
     }
-    // A failure: stop the gang, then decide.
-    const SupervisorEvent* first = Cause(end.events, frozen_);
-    std::string why = CauseText(*first);
-    failed_at_ = [&] {
-      if (const auto* e = std::get_if<RankExited>(first)) return e->exit.at;
-      if (const auto* e = std::get_if<RankHung>(first)) return e->since + e->silent_for;
-      if (const auto* e = std::get_if<HostLost>(first)) return e->at;
-      return end.detected;
-    }();
-    Emit({.kind = "failure",
-          .rank =
-              std::holds_alternative<HostLost>(*first)
-                  ? -1
-                  : (std::holds_alternative<RankExited>(*first) ? std::get<RankExited>(*first).rank
-                                                                : std::get<RankHung>(*first).rank),
-          .host = EventHost(*first),
-          .step = last_step_,
-          .message = why});
-    StopAttempt(fmt::format("attempt {} failed ({}): stopped by the launcher", attempt_, why),
+    // A failure: stop the gang, then name the cause. Other ranks' ends seen while stopping
+    // (the killed rank's own, reported by a slower host agent; a host found lost) can show
+    // that what was seen first only reacted to the real cause.
+    std::string first_why = CauseText(*Cause(end.events, frozen_));
+    StopAttempt(fmt::format("attempt {} failed ({}): stopped by the launcher", attempt_, first_why),
                 &end);
     stopped_at_ = Clock::now();
+    const SupervisorEvent* cause = Cause(end.events, frozen_);
+    failed_at_ = [&] {
+      if (const auto* e = std::get_if<RankExited>(cause)) return e->exit.at;
+      if (const auto* e = std::get_if<RankHung>(cause)) return e->since + e->silent_for;
+      if (const auto* e = std::get_if<HostLost>(cause)) return e->at;
+      return end.detected;
+    }();
+    failed_at_ = std::min(failed_at_, end.detected);
+    int cause_rank = -1;
+    if (const auto* e = std::get_if<RankExited>(cause)) cause_rank = e->rank;
+    if (const auto* e = std::get_if<RankHung>(cause)) cause_rank = e->rank;
+    Emit({.kind = "failure",
+          .rank = cause_rank,
+          .host = EventHost(*cause),
+          .step = last_step_,
+          .message = CauseText(*cause)});
     Emit({.kind = "stopped",
           .message = fmt::format("every rank of attempt {} stopped in {:.0f} ms", attempt_,
                                  MsBetween(end.detected, stopped_at_))});
-    // The cause once more, now that the hosts lost while stopping are known too.
-    std::set<int> frozen = frozen_;
-    const SupervisorEvent* cause = Cause(end.events, frozen);
     std::vector<SupervisorEvent> decisive = {*cause};
     RecoveryDecision d = policy_.DecideRecovery(hosts_, spares_, out_.restarts, decisive);
     RecoveryTiming timing{.attempt = attempt_,
