@@ -16,47 +16,22 @@
 #include "railyard/base/files.h"
 #include "railyard/base/subprocess.h"
 #include "railyard/base/temp_dir_testing.h"
+#include "run_harness.h"
 
 namespace railyard {
 namespace {
+
+using testing::Alive;
+using testing::Live;
+using testing::ParseEvents;
+using testing::ProcessesWith;
+using testing::StartAndWaitFor;
 
 using base::Deadline;
 using namespace std::chrono_literals;
 
 constexpr char kRailyard[] = RAILYARD_BINARY;
 constexpr char kTrain[] = RAILYARD_TRAIN_BINARY;
-
-// Pids of the processes whose environment (or command line, when `in_cmdline`) holds
-// `needle`: a job's ranks carry RAILYARD_JOB_ID=<job>, its agents "--job <job>".
-std::vector<pid_t> ProcessesWith(const std::string& needle, bool in_cmdline,
-                                 const std::string& also = "") {
-  std::vector<pid_t> found;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return found;
-  while (dirent* e = ::readdir(proc)) {
-    pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
-    if (pid <= 0 || pid == ::getpid()) continue;
-    auto text = base::ReadFile(fmt::format("/proc/{}/{}", pid, in_cmdline ? "cmdline" : "environ"));
-    if (!text.ok()) continue;
-    std::string words = *text;
-    for (char& c : words) c = c == '\0' ? '\n' : c;
-    words = "\n" + words + "\n";
-    if (words.find(needle) != std::string::npos &&
-        (also.empty() || words.find(also) != std::string::npos)) {
-      found.push_back(pid);
-    }
-  }
-  ::closedir(proc);
-  return found;
-}
-
-// Whether `pid` still exists and is not a zombie.
-bool Alive(pid_t pid) {
-  auto stat = base::ReadFile(fmt::format("/proc/{}/stat", pid));
-  if (!stat.ok()) return false;
-  size_t paren = stat->rfind(')');
-  return paren != std::string::npos && paren + 2 < stat->size() && (*stat)[paren + 2] != 'Z';
-}
 
 class RunTest : public ::testing::Test {
  protected:
@@ -105,18 +80,6 @@ class RunTest : public ::testing::Test {
     ParseEvents(f.exit.stdout_text, &f.events);
     return f;
   }
-  static void ParseEvents(const std::string& text, std::vector<nlohmann::json>* events) {
-    size_t at = 0;
-    while (at < text.size()) {
-      size_t nl = text.find('\n', at);
-      std::string line = text.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
-      at = nl == std::string::npos ? text.size() : nl + 1;
-      if (!line.starts_with("{")) continue;
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_discarded()) events->push_back(std::move(j));
-    }
-  }
-
   // The uninterrupted run's weights for `nproc` x `hosts` ranks and `steps`.
   std::string Reference(int hosts, int nproc, int steps) {
     std::string out = fmt::format("{}/ref-{}x{}.bin", dir_.path(), hosts, nproc);
@@ -127,33 +90,6 @@ class RunTest : public ::testing::Test {
     auto bytes = base::ReadFile(out);
     EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
     return bytes.ok() ? *bytes : "";
-  }
-
-  // Starts a run whose events come back one at a time; returns once `kind` was seen.
-  struct Live {
-    base::Child child;
-    std::vector<nlohmann::json> events;
-    std::string job;
-  };
-  std::optional<Live> StartAndWaitFor(const std::vector<std::string>& argv,
-                                      const std::string& kind) {
-    auto child = base::Child::Spawn({.argv = argv});
-    if (!child.ok()) {
-      ADD_FAILURE() << child.status().ToString();
-      return std::nullopt;
-    }
-    Live live{.child = std::move(*child)};
-    auto deadline = Deadline::After(60s);
-    for (;;) {
-      auto line = live.child.ReadLine(deadline);
-      if (!line.ok()) {
-        ADD_FAILURE() << "no '" << kind << "' event: " << line.status().ToString();
-        return std::nullopt;
-      }
-      ParseEvents(*line, &live.events);
-      if (!live.events.empty() && live.events.back().value("event", "") == kind) break;
-    }
-    return live;
   }
 
   base::ScopedTempDir dir_{"run"};

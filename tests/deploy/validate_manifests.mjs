@@ -4,7 +4,9 @@
 //     1.33's), e.g. new DaemonSet(obj).validate() from kubernetes-models/apps/v1;
 //   - KubeSchedulerConfiguration, which is no API object, against kube_scheduler_config.mjs;
 //   - shell scripts held in a ConfigMap (data keys ending in .sh) with `bash -n`;
-//   - that the scheduler configuration's extender urlPrefix is where the extender listens.
+//   - that the scheduler configuration's extender urlPrefix is where the extender listens;
+//   - the pods of `railyard run --k8s` and its Indexed Job of agents, against each other
+//     (railyard_run_jobs.mjs: Indexed, N+S, the job id, the secret's mount, the launcher's port).
 // An object of a kind with no check (a Kueue object, say) is an error, so that a manifest added
 // later cannot go unchecked.
 //
@@ -17,6 +19,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { checkKubeSchedulerConfiguration } from "./kube_scheduler_config.mjs";
+import { checkRunJobs, checkRunPods } from "./railyard_run_jobs.mjs";
 
 // Test-only npm packages, installed by scripts/bootstrap (npm ci in tests/deploy/). Without them
 // the test is skipped (exit 77, ctest's SKIP_RETURN_CODE), never passed.
@@ -67,7 +70,7 @@ function describe(obj, index) {
   return `document ${index + 1} (${obj?.kind ?? "no kind"}${name ? " " + name : ""})`;
 }
 
-async function checkObject(obj, errors, listens, urls) {
+async function checkObject(obj, errors, listens, urls, runs, where) {
   if (obj === null || typeof obj !== "object" || Array.isArray(obj)) {
     errors.push("not a mapping");
     return;
@@ -103,6 +106,7 @@ async function checkObject(obj, errors, listens, urls) {
       if (r.status !== 0) errors.push(`.data.${key}: bash -n: ${r.stderr.trim()}`);
     }
   }
+  errors.push(...checkRunPods(obj, runs, where));
   // Where an extender container listens: "serve --extender ... --listen ADDRESS:PORT".
   const pod = obj.spec?.template?.spec;
   for (const c of pod?.containers ?? []) {
@@ -115,6 +119,8 @@ async function checkObject(obj, errors, listens, urls) {
 let failures = 0;
 const listens = [];
 const urls = [];
+const runs = [];     // railyard run containers, for checkRunJobs
+const all = [];      // every object, for the Services a launcher address names
 const files = manifests(root);
 if (files.length === 0) {
   console.error(`validate_manifests: no .yaml files under ${root}`);
@@ -133,8 +139,9 @@ for (const file of files) {
     const obj = doc.toJS();
     if (obj === null || obj === undefined) continue;  // an empty document
     ++objects;
+    all.push(obj);
     const errors = [];
-    await checkObject(obj, errors, listens, urls);
+    await checkObject(obj, errors, listens, urls, runs, { rel, index });
     for (const e of errors) console.error(`${rel}: ${describe(obj, index)}: ${e}`);
     failures += errors.length;
   }
@@ -151,6 +158,10 @@ for (const url of urls) {
                   `(listening on ${listens.map((l) => l.listen).join(", ")})`);
     ++failures;
   }
+}
+for (const { where, message } of checkRunJobs(runs, all)) {
+  console.error(`${where.rel}: ${describe(where.obj, where.index)}: ${message}`);
+  ++failures;
 }
 if (failures) {
   console.error(`validate_manifests: ${failures} error(s) in ${files.length} file(s)`);

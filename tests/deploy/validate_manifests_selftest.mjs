@@ -16,6 +16,20 @@ const expected = [
   "workload.yaml: document 3 (Topology no-check-yet): no schema for kueue.x-k8s.io/v1beta1 Topology",
   "scheduler-config.yaml: document 1 (KubeSchedulerConfiguration): .extenders[0].httpTimeout: '5 seconds' is not a duration",
   "scheduler-config.yaml: document 1 (KubeSchedulerConfiguration): .extenders[0].managedResource: unknown field",
+  // railyard run --k8s: the launcher, a Service to it and Jobs of host agents.
+  "train-job.yaml: document 3 (Job agents): .spec.template.spec.containers[0].args: --secret-file /etc/railyard/secret: volume secret mounted at /etc/railyard is not a secret volume",
+  "train-job.yaml: document 3 (Job agents): .spec.template.spec.containers[0].args: railyard run agent in a Job needs --host-from-index",
+  "train-job.yaml: document 3 (Job agents): .spec.template.spec.restartPolicy: OnFailure: must be Never",
+  "train-job.yaml: document 3 (Job agents): .spec.backoffLimitPerIndex: unset",
+  "train-job.yaml: document 3 (Job agents): .spec.completions: 4, but the launcher (Job launcher) expects --nodes 2 + --spares 1 = 3 agents",
+  "train-job.yaml: document 3 (Job agents): .spec.template.spec.containers[0].resources: nvidia.com/gpu 4 is fewer than the launcher's --nproc-per-host 8",
+  "train-job.yaml: document 3 (Job agents): .spec.template.spec.containers[0].args: --launcher launcher:29500: Service launcher port 29500 leads to 29501, but the launcher listens on 29500",
+  "train-job.yaml: document 4 (Job more-agents): .spec.completionMode: NonIndexed (default): railyard run agent pods are hosts index-<i>: must be Indexed",
+  "train-job.yaml: document 4 (Job more-agents): .spec.parallelism: 2 must equal .spec.completions (3)",
+  "train-job.yaml: document 4 (Job more-agents): .spec.template.spec.containers[0].args: --secret-file: Secret other-secret, but the launcher's is job-secret",
+  "train-job.yaml: document 4 (Job more-agents): .spec.template.spec.containers[0].args: --launcher elsewhere:29500: no Service elsewhere",
+  "train-job.yaml: document 5 (Job launcher-without-id): .spec.template.spec.containers[0].args: --secret-file /run/secret/secret: secret volume secret lists items token, none at secret",
+  "train-job.yaml: document 5 (Job launcher-without-id): .spec.template.spec.containers[0].args: railyard run --k8s without --job-id",
 ];
 if (r.status === 77) {
   console.log(r.stdout.trim());

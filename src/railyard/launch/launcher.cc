@@ -319,6 +319,14 @@ const SupervisorEvent* Launcher::Cause(const std::vector<SupervisorEvent>& event
   for (const SupervisorEvent& e : events) {
     if (const auto* hung = std::get_if<RankHung>(&e); hung && frozen.count(hung->rank)) return &e;
   }
+  // A lost host explains the hangs and errors of the ranks that talk to it: its ranks' own
+  // reports stopped with it, so they cannot show that they failed first.
+  const SupervisorEvent* lost = nullptr;
+  for (const SupervisorEvent& e : events) {
+    const auto* l = std::get_if<HostLost>(&e);
+    if (l != nullptr && (lost == nullptr || l->at < std::get<HostLost>(*lost).at)) lost = &e;
+  }
+  if (lost != nullptr) return lost;
   const SupervisorEvent* first = FirstFailure(events);
   // A rank that failed because a peer did names that peer; when the peer's own failure is
   // among the events, it is the cause, whichever host's clock stamped its end first.
@@ -393,7 +401,22 @@ AttemptEnd Launcher::Watch() {
               .message = DescribeEvent(e)});
       }
     }
-    if (Cause(events, frozen) != nullptr) {
+    const SupervisorEvent* cause = Cause(events, frozen);
+    // Ranks hang when a host they wait on is cut off, and that host's agent falls silent at
+    // the same moment: while some agent is silent, a hang waits for the agent timeout to say
+    // whether its host is lost (then the loss is the cause) or only slow to report.
+    if (cause != nullptr && std::holds_alternative<RankHung>(*cause)) {
+      bool silent = false;
+      for (const std::string& host : hosts_) {
+        const AgentView& v = agents_[host];
+        silent = silent || (!v.lost && Clock::now() - v.last_change > std::chrono::seconds(1));
+      }
+      if (silent) {
+        Pause();
+        continue;
+      }
+    }
+    if (cause != nullptr) {
       AttemptEnd end{.kind = AttemptEnd::Kind::kFailed, .events = events, .detected = Clock::now()};
       frozen_ = frozen;
       return end;

@@ -9,8 +9,10 @@
 // the heartbeat timeout (hung), a straggler (reported, never stopped), a host whose agent is
 // gone (its process ended, or its status stood still for agent_timeout). On the first
 // failure it stops the whole gang (every agent stops its ranks: SIGTERM to each process
-// group, SIGKILL after the grace period), names the cause (rank, host and why; a rank whose
-// process is frozen by SIGSTOP or a debugger is preferred over the peers that wait on it),
+// group, SIGKILL after the grace period), names the cause (rank, host and why: a rank whose
+// process is frozen by SIGSTOP or a debugger before the peers that wait on it, a lost host
+// before the hangs and errors of the ranks that talk to it, the peer a rank's error names
+// before that rank),
 // and asks the policy what to do: the failed host is replaced by a spare when one is left
 // (it takes exactly that host's ranks, so rank and ring order stay as they were), else the
 // same hosts are used again; a lost host without a spare, or a spent restart budget, ends

@@ -1,0 +1,125 @@
+// `railyard run` on the virtual cluster: a host whose link is cut in the middle of training
+// is found lost, its ranks move to the spare, and the job ends with the weights of an
+// uninterrupted run. Fixed prefix "rrv" and the netns lock.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "railyard/base/files.h"
+#include "railyard/base/subprocess.h"
+#include "railyard/base/temp_dir_testing.h"
+#include "run_harness.h"
+
+namespace railyard {
+namespace {
+
+using base::Deadline;
+using namespace std::chrono_literals;
+
+constexpr char kRailyard[] = RAILYARD_BINARY;
+constexpr char kTrain[] = RAILYARD_TRAIN_BINARY;
+constexpr char kPrefix[] = "rrv";
+
+base::ExitInfo Railyard(std::vector<std::string> args, std::chrono::seconds timeout = 60s) {
+  args.insert(args.begin(), kRailyard);
+  auto r = base::RunCommand({.argv = args}, Deadline::After(timeout));
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : base::ExitInfo{};
+}
+
+class RunVclusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) {
+      GTEST_SKIP() << "needs root to create network namespaces (running as uid " << ::geteuid()
+                   << ")";
+    }
+    Railyard({"vcluster", "down", "--prefix", kPrefix});
+    auto up = Railyard({"vcluster", "up", "--prefix", kPrefix, "--hosts", "4", "--leaves", "2",
+                        "--mode", "netns"});
+    ASSERT_EQ(up.exit_code, 0) << up.stderr_text;
+    up_ = true;
+  }
+  void TearDown() override {
+    if (!up_) return;
+    auto down = Railyard({"vcluster", "down", "--prefix", kPrefix});
+    EXPECT_EQ(down.exit_code, 0) << down.stderr_text;
+  }
+
+  std::vector<std::string> Args(const std::string& hosts, int nodes, int spares,
+                                const std::string& name) {
+    return {kRailyard,
+            "run",
+            "--hosts",
+            hosts,
+            "--nodes",
+            std::to_string(nodes),
+            "--spares",
+            std::to_string(spares),
+            "--preflight",
+            "none",
+            "--heartbeat-timeout",
+            "4s",
+            "--ckpt-dir",
+            dir_.Sub("ckpt-" + name),
+            "--events",
+            "-",
+            "--",
+            kTrain,
+            "--steps",
+            "1500",
+            "--ckpt-every",
+            "50",
+            "--log-every",
+            "0",
+            "--data",
+            dir_.Sub("data"),
+            "--out",
+            dir_.Sub(name + ".bin")};
+  }
+
+  base::ScopedTempDir dir_{"run-vc"};
+  bool up_ = false;
+};
+
+TEST_F(RunVclusterTest, CutHostIsLostAndItsRanksMoveToTheSpare) {
+  // The uninterrupted run of the same world (2 ranks) on pretend hosts: the result depends
+  // only on the world size and the ring order.
+  auto reference =
+      base::RunCommand({.argv = Args("local:2", 2, 0, "reference")}, Deadline::After(120s));
+  ASSERT_TRUE(reference.ok() && reference->Succeeded())
+      << (reference.ok() ? reference->stderr_text : reference.status().ToString());
+
+  auto live = testing::StartAndWaitFor(Args(std::string("vcluster:") + kPrefix, 2, 1, "cut"),
+                                       "ranks_running");
+  ASSERT_TRUE(live);
+  std::vector<nlohmann::json> starts = testing::EventsOf(live->events, "attempt_start");
+  ASSERT_EQ(starts.size(), 1u);
+  // The second host of the job is the one cut off; its name is in the attempt's message.
+  std::string message = starts[0].value("message", "");
+  std::string hosts = message.substr(message.rfind(' ') + 1);
+  std::string victim = hosts.substr(hosts.find(',') + 1);
+  auto cut = Railyard({"vcluster", "cut", victim, "--prefix", kPrefix});
+  ASSERT_EQ(cut.exit_code, 0) << cut.stderr_text;
+
+  auto done = live->child.Wait(Deadline::After(120s));
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  testing::ParseEvents(done->stdout_text, &live->events);
+  ASSERT_EQ(done->exit_code, 0) << done->stdout_text << done->stderr_text;
+  auto failures = testing::EventsOf(live->events, "failure");
+  ASSERT_EQ(failures.size(), 1u) << done->stdout_text;
+  EXPECT_EQ(failures[0].value("host", ""), victim) << failures[0].dump();
+  EXPECT_NE(failures[0].value("message", "").find("lost"), std::string::npos) << failures[0].dump();
+  auto restarts = testing::EventsOf(live->events, "restart");
+  ASSERT_EQ(restarts.size(), 1u);
+  EXPECT_NE(restarts[0].value("host", ""), victim);
+  auto a = base::ReadFile(dir_.Sub("reference.bin"));
+  auto b = base::ReadFile(dir_.Sub("cut.bin"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(*a == *b) << "weights after the move to the spare differ from the reference";
+}
+
+}  // namespace
+}  // namespace railyard
