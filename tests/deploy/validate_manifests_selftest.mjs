@@ -5,6 +5,8 @@ import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { containerArgv, flagValue, runCommand } from "./railyard_run_jobs.mjs";
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 const r = spawnSync(process.execPath,
                     [path.join(here, "validate_manifests.mjs"), path.join(here, "testdata", "bad")],
@@ -58,6 +60,24 @@ const absent = want.filter((w) => !errs.some((e) => e.startsWith(w)));
 if (absent.length) {
   console.error(`rules: got ${JSON.stringify(errs)} ${rules.stderr}`);
   for (const a of absent) console.error(`MISSING: ${a}`);
+  process.exit(1);
+}
+// A container's command line as the kubelet runs it: $(VAR) from the literal env, $$ as $,
+// a value known only at run time kept; a shell's -c script read word by word.
+const argv = containerArgv({
+  command: ["railyard"], args: ["run", "agent", "--job", "$(JOB)", "--address", "$(POD_IP)",
+                                "--launcher=$$(x):1"],
+  env: [{ name: "JOB", value: "j-1" }, { name: "POD_IP", valueFrom: { fieldRef: {} } }] });
+const agent = runCommand(argv);
+const shell = runCommand(containerArgv({ command: ["/bin/sh", "-c"],
+  args: ["exec /usr/bin/railyard run --k8s --nodes 2 --listen 1.2.3.4:5; echo -- after"] }));
+const argvWant = [[agent?.role, "agent"], [flagValue(agent?.flags ?? [], "--job"), "j-1"],
+                  [flagValue(agent?.flags ?? [], "--address"), "$(POD_IP)"],
+                  [flagValue(agent?.flags ?? [], "--launcher"), "$(x):1"],
+                  [shell?.role, "launcher"], [flagValue(shell?.flags ?? [], "--nodes"), "2"]];
+const wrong = argvWant.filter(([got, want]) => got !== want);
+if (wrong.length) {
+  console.error(`command lines: got ${JSON.stringify(argvWant)} from ${JSON.stringify(argv)}`);
   process.exit(1);
 }
 console.log(`validate_manifests_selftest: ${expected.length} planted manifest errors and ${want.length} rule errors reported`);
