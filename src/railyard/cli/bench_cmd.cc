@@ -36,10 +36,12 @@ void RegisterBenchCommand(CLI::App& app, Action* action) {
       "  railyard bench data --samples 100000 --readers 2 --dir /tmp/dbench\n"
       "  railyard bench comm --ranks 4 --transport tcp --op allreduce --sizes 4KiB:64MiB\n"
       "  sudo railyard bench validate --repeat 5\n"
+      "  railyard bench recover --repeat 5\n"
       "Docs: docs/performance.md\n");
 
   RegisterBenchCommCommand(bench, action);
   RegisterBenchValidateCommand(bench, action);
+  RegisterBenchRecoverCommand(bench, action);
 
   struct PlaceFlags {
     place::PlaceBenchOptions o;

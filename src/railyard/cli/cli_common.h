@@ -32,6 +32,8 @@ void RegisterBenchCommand(CLI::App& app, Action* action);
 void RegisterBenchCommCommand(CLI::App* bench, Action* action);
 // `bench validate` (bench_validate_cmd.cc), likewise.
 void RegisterBenchValidateCommand(CLI::App* bench, Action* action);
+// `bench recover` (bench_recover_cmd.cc), likewise.
+void RegisterBenchRecoverCommand(CLI::App* bench, Action* action);
 void RegisterCkptCommand(CLI::App& app, Action* action);
 void RegisterDataCommand(CLI::App& app, Action* action);
 void RegisterValidateCommand(CLI::App& app, Action* action);

@@ -1,0 +1,131 @@
+// `railyard bench recover` end to end: one recovered run of the example trainer under
+// `railyard run --hosts local:3 --spares 1`, its JSON report's shape, the recovered weights
+// byte-identical to the uninterrupted run's, and bad input refused before anything runs.
+// No figure is asserted: they depend on the machine's load.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "railyard/base/subprocess.h"
+
+namespace railyard {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr char kRailyard[] = RAILYARD_BINARY;
+constexpr char kTrain[] = RAILYARD_TRAIN_BINARY;
+
+struct Ran {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+  std::string Dump() const { return out + err; }
+};
+
+Ran Bench(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {kRailyard, "bench", "recover"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto r = base::RunCommand({.argv = argv}, base::Deadline::After(240s));
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (!r.ok()) return {};
+  return {.exit_code = r->signal ? 128 + r->signal : r->exit_code,
+          .out = r->stdout_text,
+          .err = r->stderr_text};
+}
+
+// The temporary directories bench recover makes, to see that none is left behind.
+std::vector<std::string> BenchDirs() {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::filesystem::temp_directory_path(), ec)) {
+    if (e.path().filename().string().starts_with("railyard-bench-recover-")) {
+      found.push_back(e.path().string());
+    }
+  }
+  return found;
+}
+
+TEST(BenchRecoverTest, OneKilledRankRecoversWithIdenticalWeightsAndReportsEveryFigure) {
+  const std::vector<std::string> before = BenchDirs();
+  Ran r = Bench({"--steps", "40", "--kill-at-step", "25", "--repeat", "1", "--json",
+                 "--train-binary", kTrain});
+  ASSERT_EQ(r.exit_code, 0) << r.Dump();
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j.value("hosts", ""), "local:3");
+  EXPECT_EQ(j.value("spares", -1), 1);
+  EXPECT_EQ(j.value("nproc_per_host", -1), 2);
+  EXPECT_EQ(j.value("world_size", -1), 4);
+  EXPECT_EQ(j.value("kill_rank", -1), 1);
+  EXPECT_EQ(j.value("kill_at_step", -1), 25);
+  EXPECT_EQ(j.value("repeat", -1), 1);
+  EXPECT_GT(j.value("uninterrupted_s", 0.0), 0.0);
+  EXPECT_TRUE(j.value("weights_identical", false)) << r.Dump();
+  EXPECT_EQ(j.value("correct_runs", -1), 1);
+  EXPECT_TRUE(j.contains("within_target") && j["within_target"].is_boolean());
+  EXPECT_EQ(j.value("target_total_ms", 0.0), 10000.0);
+
+  ASSERT_TRUE(j.contains("runs") && j["runs"].is_array());
+  ASSERT_EQ(j["runs"].size(), 1u) << r.out;
+  const auto& run = j["runs"][0];
+  for (const char* key : {"detect_ms", "stop_ms", "restart_ms", "resume_ms", "total_ms", "run_s"}) {
+    ASSERT_TRUE(run.contains(key) && run[key].is_number()) << key << ": " << run.dump();
+    EXPECT_GE(run[key].get<double>(), 0.0) << key;
+  }
+  EXPECT_GE(run.value("lost_steps", -1), 0) << run.dump();
+  EXPECT_TRUE(run.value("weights_identical", false)) << run.dump();
+  EXPECT_TRUE(run.value("correct", false)) << run.dump();
+  EXPECT_EQ(run.value("blamed_rank", -1), 1) << run.dump();
+  EXPECT_EQ(run.value("failed_host", ""), "local0") << run.dump();
+  EXPECT_EQ(run.value("replacement", ""), "local2") << "the spare: " << run.dump();
+  EXPECT_EQ(run.value("resumed_from", -1), 20) << "the newest checkpoint: " << run.dump();
+
+  ASSERT_TRUE(j.contains("median") && j["median"].is_object());
+  for (const char* key :
+       {"detect_ms", "stop_ms", "restart_ms", "resume_ms", "total_ms", "lost_steps", "run_s"}) {
+    EXPECT_TRUE(j["median"].contains(key)) << key;
+  }
+  EXPECT_EQ(BenchDirs(), before) << "the temporary directory was left behind";
+}
+
+TEST(BenchRecoverTest, BadInputIsRefusedNamingTheFlag) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      // local:3 with one spare and 2 ranks per host: ranks 0 to 3.
+      {{"--kill-rank", "4"}, "--kill-rank 4: expected 0 to 3"},
+      {{"--kill-rank", "-1"}, "--kill-rank -1"},
+      {{"--hosts", "node[1-4]"}, "--hosts node[1-4]: expected local:N"},
+      {{"--spares", "3"}, "--spares 3: expected 0 to 2"},
+      {{"--steps", "40", "--kill-at-step", "40"}, "--kill-at-step 40: expected 1 to 39"},
+      {{"--repeat", "0"}, "--repeat 0"},
+      {{"--nproc-per-host", "0"}, "--nproc-per-host 0"},
+  };
+  for (const Case& c : cases) {
+    Ran r = Bench(c.args);
+    EXPECT_EQ(r.exit_code, 2) << r.Dump();
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  Ran r = Bench({"--train-binary", "/nonexistent/railyard_train_example"});
+  EXPECT_EQ(r.exit_code, 2) << r.Dump();
+  EXPECT_NE(r.err.find("--train-binary /nonexistent/railyard_train_example"), std::string::npos)
+      << r.err;
+}
+
+TEST(BenchRecoverTest, HelpHasExamples) {
+  Ran r = Bench({"--help"});
+  EXPECT_EQ(r.exit_code, 0) << r.Dump();
+  EXPECT_NE(r.out.find("railyard bench recover --repeat 5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--kill-rank"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace railyard
