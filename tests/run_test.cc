@@ -4,6 +4,7 @@
 // compared byte for byte with an uninterrupted run's.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 
 #include <cstdio>
@@ -268,6 +269,55 @@ TEST_F(RunTest, DryRunPrintsPlacementSparesAndRankLayout) {
       << r->stdout_text;
   EXPECT_NE(r->stdout_text.find("spares: local2"), std::string::npos) << r->stdout_text;
   EXPECT_NE(r->stdout_text.find("local1 runs ranks 2-3"), std::string::npos) << r->stdout_text;
+}
+
+TEST_F(RunTest, RanksRunOnTheCpusOfTheirNumaNodeAndLogToTheirOwnFiles) {
+  // Two NUMA nodes made of CPUs this process may use: the first and the last.
+  cpu_set_t mine;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &mine)) cpus.push_back(c);
+  }
+  if (cpus.size() < 2) GTEST_SKIP() << "needs 2 CPUs to bind 2 ranks apart; this process has 1";
+  const int first = cpus.front(), last = cpus.back();
+  const std::string topology = dir_.Sub("topology.yaml");
+  ASSERT_TRUE(
+      base::WriteFileAtomic(
+          topology, fmt::format("version: 2\nname: two-numa\nlevels: [leaf]\nprofiles:\n"
+                                "  two-numa:\n    numa:\n    - {{id: 0, cpus: \"{}\"}}\n"
+                                "    - {{id: 1, cpus: \"{}\"}}\n"
+                                "switches:\n  - {{name: leaf0, level: leaf, nodes: \"local[0-1]\", "
+                                "profile: two-numa}}\n",
+                                first, last))
+          .ok());
+  const std::string logs = dir_.Sub("logs");
+  auto r = base::RunCommand(
+      {.argv = {kRailyard, "run", "--hosts", "local:2", "--topology", topology, "--nproc-per-host",
+                "2", "--heartbeat-timeout", "0", "--log-dir", logs, "--events", "-", "--", "sh",
+                "-c",
+                "grep Cpus_allowed_list /proc/self/status; echo rank $RANK local $LOCAL_RANK"}},
+      Deadline::After(60s));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->exit_code, 0) << r->stdout_text << r->stderr_text;
+  // Local rank 0 of each host on NUMA node 0's CPU, local rank 1 on node 1's: what the
+  // model says and sched_getaffinity (the kernel's Cpus_allowed_list) agree.
+  for (int rank = 0; rank < 4; ++rank) {
+    auto log = base::ReadFile(fmt::format("{}/rank-{}.log", logs, rank));
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    EXPECT_NE(log->find(fmt::format("Cpus_allowed_list:\t{}\n", rank % 2 == 0 ? first : last)),
+              std::string::npos)
+        << "rank " << rank << ": " << *log;
+    EXPECT_NE(log->find(fmt::format("rank {} local {}", rank, rank % 2)), std::string::npos)
+        << *log;
+  }
+  auto dry =
+      base::RunCommand({.argv = {kRailyard, "run", "--hosts", "local:2", "--topology", topology,
+                                 "--nproc-per-host", "2", "--dry-run", "--", "true"}},
+                       Deadline::After(30s));
+  ASSERT_TRUE(dry.ok());
+  EXPECT_NE(dry->stdout_text.find("host local1"), std::string::npos) << dry->stdout_text;
+  EXPECT_NE(dry->stdout_text.find(std::to_string(last)), std::string::npos) << dry->stdout_text;
 }
 
 }  // namespace

@@ -50,6 +50,31 @@ Result<std::string> ReadFile(const std::string& path) {
   return out;
 }
 
+Result<std::string> ReadFileTail(const std::string& path, size_t max_bytes) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoStatus(errno, fmt::format("cannot open '{}'", path));
+  off_t end = ::lseek(fd.get(), 0, SEEK_END);
+  if (end < 0) return ErrnoStatus(errno, fmt::format("cannot seek in '{}'", path));
+  off_t from = end > static_cast<off_t>(max_bytes) ? end - static_cast<off_t>(max_bytes) : 0;
+  std::string out(static_cast<size_t>(end - from), '\0');
+  size_t got = 0;
+  while (got < out.size()) {
+    ssize_t n = ::pread(fd.get(), out.data() + got, out.size() - got, from + got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(errno, fmt::format("cannot read '{}'", path));
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  out.resize(got);
+  return out;
+}
+
+Status AppendToFile(const std::string& path, std::string_view data) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (!fd.valid()) return ErrnoStatus(errno, fmt::format("cannot open '{}' to append", path));
+  return WriteAll(fd.get(), data, path);
+}
+
 std::optional<std::string> ReadTrimmedFile(const std::string& path) {
   Result<std::string> text = ReadFile(path);
   if (!text.ok()) return std::nullopt;

@@ -52,6 +52,13 @@ class UniqueFd {
 // Reads a whole file. NOT_FOUND when it does not exist; the message names the path.
 Result<std::string> ReadFile(const std::string& path);
 
+// The last `max_bytes` of a file (all of it when shorter). Errors as ReadFile.
+Result<std::string> ReadFileTail(const std::string& path, size_t max_bytes);
+
+// Appends `data` to `path` (created 0644 when missing) in one write: O_APPEND keeps lines
+// from several writers whole. Errors name the path.
+Status AppendToFile(const std::string& path, std::string_view data);
+
 // A one-value file (/proc, /sys) without leading and trailing whitespace; nullopt when it
 // cannot be read (missing, or sysfs answering EINVAL, e.g. the speed of a link that is down).
 std::optional<std::string> ReadTrimmedFile(const std::string& path);

@@ -24,6 +24,18 @@ class FilesTest : public ::testing::Test {
   const std::string dir_ = tmp_.path();
 };
 
+TEST_F(FilesTest, AppendThenReadTheTail) {
+  const std::string path = dir_ + "/log";
+  ASSERT_TRUE(AppendToFile(path, "first line\n").ok());
+  ASSERT_TRUE(AppendToFile(path, "second line\n").ok());
+  EXPECT_EQ(*ReadFile(path), "first line\nsecond line\n");
+  EXPECT_EQ(*ReadFileTail(path, 12), "second line\n");
+  EXPECT_EQ(*ReadFileTail(path, 1000), "first line\nsecond line\n");
+  EXPECT_EQ(ReadFileTail(dir_ + "/missing", 10).status().code(), StatusCode::kNotFound);
+  Status st = AppendToFile(dir_ + "/no/such/dir/log", "x");
+  EXPECT_NE(st.message().find("no/such/dir/log"), std::string::npos) << st.ToString();
+}
+
 TEST_F(FilesTest, AtomicWriteReplacesContentAndLeavesNoTemp) {
   std::string path = dir_ + "/state.json";
   ASSERT_TRUE(WriteFileAtomic(path, "first").ok());

@@ -215,8 +215,20 @@ Result<Child> Child::Spawn(const SpawnOptions& options) {
     ::close(in_pipe[1]);
     in_pipe[1] = -1;
   }
-  if ((options.capture_stdout && ::pipe2(out_pipe, O_CLOEXEC) != 0) ||
-      (options.capture_stderr && ::pipe2(err_pipe, O_CLOEXEC) != 0) ||
+  UniqueFd output;
+  if (!options.output_path.empty()) {
+    output.Reset(
+        ::open(options.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+    if (!output.valid()) {
+      int err = errno;
+      close_all();
+      return ErrnoStatus(err, fmt::format("spawn '{}': opening its output file {}", child.command_,
+                                          options.output_path));
+    }
+  }
+  const bool to_file = output.valid();
+  if ((!to_file && options.capture_stdout && ::pipe2(out_pipe, O_CLOEXEC) != 0) ||
+      (!to_file && options.capture_stderr && ::pipe2(err_pipe, O_CLOEXEC) != 0) ||
       ::pipe2(report, O_CLOEXEC) != 0) {
     int err = errno;
     close_all();
@@ -232,8 +244,8 @@ Result<Child> Child::Spawn(const SpawnOptions& options) {
   if (pid == 0) {
     ExecChild(argv.data(), envp.data(), path.c_str(),
               options.cwd.empty() ? nullptr : options.cwd.c_str(), netns.get(), in_pipe[0],
-              out_pipe[1], err_pipe[1], report[1], parent,
-              options.cpus.empty() ? nullptr : &cpus);
+              to_file ? output.get() : out_pipe[1], to_file ? output.get() : err_pipe[1], report[1],
+              parent, options.cpus.empty() ? nullptr : &cpus);
   }
   if (in_pipe[0] >= 0) ::close(in_pipe[0]);
   // Parent. Also set the group here so that a kill right after Spawn reaches it.

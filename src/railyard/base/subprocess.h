@@ -49,6 +49,9 @@ struct SpawnOptions {
   // CPUs the child may run on (sched_setaffinity before exec; inherited by what it starts);
   // empty: ours. A CPU number outside 0..CPU_SETSIZE-1 fails the spawn.
   std::vector<int> cpus;
+  // Appends the child's stdout and stderr to this file (created 0644 when missing) instead of
+  // capturing or inheriting them; capture_stdout and capture_stderr are then ignored.
+  std::string output_path;
 };
 
 inline constexpr size_t kMaxStdinData = 4096;  // PIPE_BUF: one write, fits any pipe

@@ -7,6 +7,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "railyard/base/files.h"
+
 namespace railyard::base {
 namespace {
 
@@ -43,8 +45,7 @@ TEST(SubprocessTest, CpusRestrictTheChildsAffinity) {
     if (CPU_ISSET(c, &mine)) last = c;
   }
   ASSERT_GE(last, 0);
-  SpawnOptions o{.argv = {"sh", "-c", "grep Cpus_allowed_list /proc/self/status"},
-                 .cpus = {last}};
+  SpawnOptions o{.argv = {"sh", "-c", "grep Cpus_allowed_list /proc/self/status"}, .cpus = {last}};
   auto r = RunCommand(o, Deadline::After(10s));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->stdout_text, "Cpus_allowed_list:\t" + std::to_string(last) + "\n");
@@ -55,6 +56,28 @@ TEST(SubprocessTest, CpusRestrictTheChildsAffinity) {
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("CPU 1024 is outside"), std::string::npos)
       << bad.status().ToString();
+}
+
+TEST(SubprocessTest, OutputPathGetsBothStreamsAppended) {
+  char dir_tmpl[] = "/tmp/ry-subprocess-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_tmpl), nullptr);
+  const std::string path = std::string(dir_tmpl) + "/out.log";
+  SpawnOptions o{.argv = {"sh", "-c", "echo out; echo err >&2"}, .output_path = path};
+  for (int i = 0; i < 2; ++i) {
+    auto r = RunCommand(o, Deadline::After(10s));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->stdout_text, "");  // nothing captured: it went to the file
+  }
+  auto text = ReadFile(path);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_EQ(*text, "out\nerr\nout\nerr\n");
+  ::unlink(path.c_str());
+  ::rmdir(dir_tmpl);
+
+  o.output_path = "/no/such/dir/out.log";
+  auto bad = Child::Spawn(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("/no/such/dir/out.log"), std::string::npos);
 }
 
 TEST(SubprocessTest, StdinDataIsReadThenEof) {

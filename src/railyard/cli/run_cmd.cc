@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -70,6 +71,10 @@ struct RunFlags {
   std::string listen;
   std::string secret_file;
   std::string events;
+  std::string log_dir;
+  std::string topology;
+  std::string job_id;
+  std::string agent_connect_timeout = "30s";
   std::string time_limit;
   std::vector<std::string> env;
   bool dry_run = false;
@@ -282,6 +287,20 @@ int RunJob(const RunFlags& f) {
     }
     env.emplace_back(e.substr(0, eq), e.substr(eq + 1));
   }
+  if (!f.job_id.empty()) {
+    bool ok = f.job_id.size() <= 40;
+    for (char c : f.job_id) {
+      ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-');
+    }
+    if (!ok) {
+      return Bad(InvalidArgument(
+          "--job-id '{}': expected 1 to 40 letters, digits, '.', '_' or '-' (it prefixes the "
+          "store's keys and names the ranks' sockets)",
+          f.job_id));
+    }
+  }
+  auto connect_timeout = ParseTimeout("--agent-connect-timeout", f.agent_connect_timeout);
+  if (!connect_timeout.ok()) return Bad(connect_timeout.status());
   if (!f.events.empty() && f.events != "-") {
     std::string dir =
         f.events.substr(0, f.events.rfind('/') == std::string::npos ? 0 : f.events.rfind('/'));
@@ -293,6 +312,11 @@ int RunJob(const RunFlags& f) {
   // Hosts, and what this machine can hold when they all live on it.
   Result<v::HostList> list = ResolveRunHosts(f);
   if (!list.ok()) return Bad(list.status().WithContext("--hosts"));
+  if (!f.topology.empty()) {
+    if (Status st = v::AttachTopology(*list, f.topology); !st.ok()) {
+      return Bad(st.WithContext("--topology"));
+    }
+  }
   const bool on_this_machine = IsLocal(f) || list->vcluster.has_value();
   if (on_this_machine) {
     long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
@@ -336,7 +360,15 @@ int RunJob(const RunFlags& f) {
     if (!hosts.ok()) return Bad(hosts.status());
     excluded.insert(hosts->begin(), hosts->end());
   }
-  std::string preflight = f.preflight.empty() ? (IsLocal(f) ? "none" : "quick") : f.preflight;
+  // Agents that dial in are `run agent`s, not validation agents: no preflight through them.
+  std::string preflight =
+      f.preflight.empty() ? (IsLocal(f) || agents == "external" ? "none" : "quick") : f.preflight;
+  if (preflight != "none" && agents == "external") {
+    return Bad(InvalidArgument(
+        "--preflight {}: agents that dial in (--k8s, --agents external) are run agents, not "
+        "validation agents; validate the hosts beforehand and give --exclude @FILE",
+        preflight));
+  }
 
   // Placement: the job's hosts then its spares, around the exclusions.
   const int candidates = static_cast<int>(list->hosts.size());
@@ -448,7 +480,8 @@ int RunJob(const RunFlags& f) {
     }
   }
 
-  const std::string job = fmt::format("run-{}", base::ToHex(base::RandomBytes(4)));
+  const std::string job =
+      f.job_id.empty() ? fmt::format("run-{}", base::ToHex(base::RandomBytes(4))) : f.job_id;
   std::string events_path = f.events;
   if (events_path.empty()) {
     events_path =
@@ -470,6 +503,11 @@ int RunJob(const RunFlags& f) {
   spec.spares = spares;
   spec.nproc_per_host = f.nproc_per_host;
   spec.ckpt_dir = f.ckpt_dir;
+  spec.log_dir = f.log_dir.empty() && !f.ckpt_dir.empty() ? f.ckpt_dir + "/logs" : f.log_dir;
+  if (!spec.log_dir.empty()) {
+    if (Status st = base::MakeDirs(spec.log_dir); !st.ok()) return Bad(st.WithContext("--log-dir"));
+  }
+  spec.agent_connect_timeout = *connect_timeout;
   spec.env = env;
   spec.setup = setup;
   spec.supervisor.heartbeat_timeout = *heartbeat;
@@ -550,20 +588,21 @@ int RunAgent(const AgentFlags& f) {
         InvalidArgument("run agent: no job secret (give --secret-stdin, --secret-file F or set {})",
                         kJobSecretEnv));
   }
-  // Ranks of a stopped agent must not outlive it: a SIGTERM from the carrier (srun, the
-  // kubelet) ends the agent through its own loop's fencing, but we keep the default action
-  // so the process group dies at once, and every rank has PR_SET_PDEATHSIG.
+  // SIGTERM or SIGINT from the carrier (srun, the kubelet, ssh's hangup) stops the ranks
+  // before the agent leaves; a SIGKILL takes them with it (PR_SET_PDEATHSIG).
   auto store = net::ConnectTcpStore(f.launcher, secret, base::Deadline::After(*connect));
   if (!store.ok()) {
     return Bad(
         store.status().WithContext(fmt::format("run agent {}: launcher {} not reachable within {}",
                                                host, f.launcher, base::FormatDuration(*connect))));
   }
+  if (Status st = InstallSignalHandlers(); !st.ok()) return Bad(st);
   Status st = launch::RunHostAgent({.host = host,
                                     .job = f.job,
                                     .address = f.address,
                                     .store_address = f.launcher,
-                                    .launcher_timeout = *fence},
+                                    .launcher_timeout = *fence,
+                                    .stop_requested = &g_signal},
                                    **store);
   if (!st.ok()) {
     PrintError(st);
@@ -638,6 +677,15 @@ void RegisterRunCommand(CLI::App& app, Action* action) {
   run->add_option(
       "--events", f->events,
       "JSON-lines event log (default CKPT_DIR/railyard-run-events.jsonl, else ./...; '-': stdout)");
+  run->add_option("--log-dir", f->log_dir,
+                  "each rank's output, appended to DIR/rank-<r>.log (default CKPT_DIR/logs; "
+                  "without either, agents keep it and report its error line)");
+  run->add_option("--topology", f->topology,
+                  "topology file for the hosts: their tree (placement) and node models (binding)");
+  run->add_option("--job-id", f->job_id,
+                  "the job's id, known in advance by agents that dial in (default run-<random>)");
+  run->add_option("--agent-connect-timeout", f->agent_connect_timeout,
+                  "how long every agent has to say hello (default 30s; pods: minutes)");
   run->add_option("--time-limit", f->time_limit, "stop every rank and end after this long (2h)");
   run->add_option("--env", f->env, "NAME=VALUE for every rank (repeatable)");
   run->add_flag("--dry-run", f->dry_run,

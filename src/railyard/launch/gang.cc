@@ -54,6 +54,8 @@ bool ProcessIsStopped(pid_t pid) {
 
 namespace {
 
+constexpr char kLogHeader[] = "--- railyard: ";
+
 std::string HostName() {
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
@@ -61,6 +63,10 @@ std::string HostName() {
 }
 
 }  // namespace
+
+std::string RankLogPath(const std::string& log_dir, int rank) {
+  return fmt::format("{}/rank-{}.log", log_dir, rank);
+}
 
 std::vector<GangHost> LocalHosts(int count) {
   std::vector<GangHost> hosts(std::max(count, 1));
@@ -199,6 +205,16 @@ Result<Gang> Gang::Start(const GangSpec& spec) {
       s.env.insert(s.env.end(), spec.rank_env[i].begin(), spec.rank_env[i].end());
     }
     if (!spec.rank_cpus.empty()) s.cpus = spec.rank_cpus[i];
+    if (!spec.log_dir.empty() && e.rank != spec.terminal_rank) {
+      s.output_path = RankLogPath(spec.log_dir, e.rank);
+      std::string header =
+          fmt::format("{}attempt {} of job {} on {}, pid of the launcher {}\n", kLogHeader,
+                      e.restart_count, e.job_id, host.name, ::getpid());
+      Status wrote = base::AppendToFile(s.output_path, header);
+      if (!wrote.ok()) {
+        return wrote.WithContext(fmt::format("rank {}'s log in {}", e.rank, spec.log_dir));
+      }
+    }
     s.netns_path = host.netns_path;
     s.capture_stdout = e.rank != spec.terminal_rank;
     s.capture_stderr = e.rank != spec.terminal_rank;
@@ -218,6 +234,15 @@ void Gang::Record(int i, base::ExitInfo exit) {
   ended_[i] = true;
   RankEnd& end = result_.ranks[i];
   end.exit = std::move(exit);
+  if (!spec_.log_dir.empty() && end.rank != spec_.terminal_rank) {
+    // This attempt's part of the log's tail is what the rank wrote on its way out.
+    auto tail = base::ReadFileTail(RankLogPath(spec_.log_dir, end.rank), 64 << 10);
+    if (tail.ok()) {
+      size_t header = tail->rfind(kLogHeader);
+      end.exit.stderr_text =
+          header == std::string::npos ? *tail : tail->substr(tail->find('\n', header) + 1);
+    }
+  }
   if (!end.ok() && end.stopped_why.empty() && result_.first_failed < 0) {
     result_.first_failed = i;
   }

@@ -96,7 +96,14 @@ struct GangSpec {
   // launch/binding.h).
   std::vector<std::vector<int>> rank_cpus;
   std::vector<comm::EnvList> rank_env;
+  // When set, rank r's stdout and stderr are appended to <log_dir>/rank-<r>.log (after a
+  // header line naming the attempt and host) instead of being captured, and its error line
+  // is read back from there. The terminal rank's output stays the launcher's.
+  std::string log_dir;
 };
+
+// <log_dir>/rank-<rank>.log: where GangSpec::log_dir puts a rank's output.
+std::string RankLogPath(const std::string& log_dir, int rank);
 
 // Whether process `pid` is stopped (SIGSTOP, a debugger: state T or t in /proc/<pid>/stat).
 bool ProcessIsStopped(pid_t pid);

@@ -156,6 +156,7 @@ Status Agent::Start(const AttemptPlan& plan) {
   spec.job.job_secret = plan.rank_secret;
   spec.job.restart_count = plan.attempt;
   spec.job.ckpt_dir = plan.ckpt_dir;
+  spec.log_dir = plan.log_dir;
   if (listener.ok()) spec.job.progress = (*listener)->path();
   if (!plan.setup.empty() && !plan.setup[group].empty()) {
     for (const LocalRankSetup& s : plan.setup[group]) {
@@ -220,6 +221,12 @@ Status Agent::Loop() {
                                 Short(o_)));
   const std::string control_key = RunControlKey(o_.job);
   for (;;) {
+    if (o_.stop_requested != nullptr && o_.stop_requested->load() != 0) {
+      StopShare(fmt::format("the host agent got signal {}: stopped by its host agent",
+                            o_.stop_requested->load()));
+      Publish().IgnoreError();
+      return Aborted("host agent {}: stopped by signal {}", o_.host, o_.stop_requested->load());
+    }
     if (o_.deadline.Expired()) {
       StopShare("the job's deadline passed: stopped by its host agent");
       return DeadlineExceeded("host agent {}: the job's deadline passed", o_.host);
@@ -240,6 +247,8 @@ Status Agent::Loop() {
     if (control) {
       if (control->action == Control::Action::kEnd) {
         StopShare(fmt::format("the job ended ({}): stopped by its host agent", control->why));
+        // The launcher waits for this last word before it shuts its store.
+        state_ = AgentStatus::State::kEnded;
         Publish().IgnoreError();
         return Status::Ok();
       }

@@ -25,6 +25,7 @@
 // tests run one per host); each owns its ranks.
 #pragma once
 
+#include <atomic>
 #include <string>
 
 #include "railyard/base/clock.h"
@@ -45,10 +46,14 @@ struct HostAgentOptions {
   base::Duration term_grace = std::chrono::seconds(2);
   // The whole job: the agent returns DEADLINE_EXCEEDED (its ranks stopped) after it.
   base::Deadline deadline = base::Deadline::After(std::chrono::hours(24 * 365));
+  // Set non-zero (the signal number) by a SIGTERM or SIGINT handler: the agent stops its
+  // ranks and returns ABORTED within one status interval (a pod's kubelet, srun, ssh).
+  const std::atomic<int>* stop_requested = nullptr;
 };
 
-// Runs the agent until "end" (OK), fencing (UNAVAILABLE naming the store and how long it
-// was unreachable) or the deadline. INVALID_ARGUMENT for an empty host or job.
+// Runs the agent until "end" (OK; its last status says "ended"), fencing (UNAVAILABLE naming
+// the store and how long it was unreachable), a stop request (ABORTED) or the deadline.
+// INVALID_ARGUMENT for an empty host or job.
 Status RunHostAgent(const HostAgentOptions& options, net::Store& store);
 
 }  // namespace railyard::launch

@@ -105,6 +105,7 @@ class Launcher {
   std::map<int, std::string> error_lines_;  // rank -> its own error line, this attempt
   int64_t last_step_ = -1;                  // the highest step any rank reported
   std::set<int> frozen_;                    // ranks frozen when the failure was seen
+  bool ending_ = false;                     // the end was announced: agents leave
   // Recovery timing: when the failure happened, when its ranks had all stopped, when the
   // next attempt's ranks all ran and all stepped, and its first step.
   Clock::time_point failed_at_, stopped_at_;
@@ -227,8 +228,8 @@ void Launcher::ReadStatuses() {
       last_step_ = std::max(last_step_, r.last_step);
     }
   }
-  // A lost spare can no longer replace anyone.
-  for (auto it = spares_.begin(); it != spares_.end();) {
+  // A lost spare can no longer replace anyone (at the end, agents leave: that is no loss).
+  for (auto it = spares_.begin(); !ending_ && it != spares_.end();) {
     const AgentView& v = agents_[*it];
     if (v.lost) {
       Emit({.kind = "spare_lost",
@@ -262,6 +263,7 @@ Result<AttemptPlan> Launcher::MakePlan() {
   p.job_id = s_.job_id;
   p.rank_secret = base::ToHex(base::RandomBytes(16));
   p.ckpt_dir = s_.ckpt_dir;
+  p.log_dir = s_.log_dir;
   for (const std::string& h : hosts_) {
     auto it = s_.setup.find(h);
     p.setup.push_back(it == s_.setup.end() ? std::vector<LocalRankSetup>{} : it->second);
@@ -513,9 +515,21 @@ int64_t Launcher::VerifiedStep() {
 }
 
 void Launcher::End(const std::string& why) {
+  ending_ = true;
   WriteControl({.action = Control::Action::kEnd, .attempt = attempt_, .why = why}).IgnoreError();
-  // The agents stop what still runs and leave; their carriers (vcluster exec, ssh) end.
+  // Every agent still there stops what runs and says "ended" before the store goes away:
+  // agents started elsewhere (Kubernetes pods) must see the end, not the store vanish.
   auto deadline = Deadline::After(s_.term_grace + std::chrono::seconds(3));
+  for (;;) {
+    ReadStatuses();
+    bool all = true;
+    for (const auto& [host, v] : agents_) {
+      if (!v.lost && (!v.status || v.status->state != AgentStatus::State::kEnded)) all = false;
+    }
+    if (all || deadline.Expired()) break;
+    Pause();
+  }
+  // Their carriers (vcluster exec, ssh) end with them.
   for (auto& [host, v] : agents_) {
     if (v.handle == nullptr) continue;
     auto* child = dynamic_cast<validate::ChildAgentHandle*>(v.handle.get());

@@ -101,8 +101,9 @@ struct LaunchSpec {
   std::vector<std::string> hosts;   // rank-group order: hosts[g] runs ranks g*P .. g*P+P-1
   std::vector<std::string> spares;  // in the order they are used
   int nproc_per_host = 1;
-  std::string ckpt_dir;                                      // RAILYARD_CKPT_DIR; empty: none
-  comm::EnvList env;                                         // every rank's extra variables
+  std::string ckpt_dir;  // RAILYARD_CKPT_DIR; empty: none
+  std::string log_dir;   // <log_dir>/rank-<r>.log per rank; empty: not kept
+  comm::EnvList env;     // every rank's extra variables
   std::map<std::string, std::vector<LocalRankSetup>> setup;  // by host: binding per local rank
   SupervisorOptions supervisor;
 

@@ -119,6 +119,8 @@ std::string_view AgentStateName(AgentStatus::State state) {
       return "stopped";
     case AgentStatus::State::kFailed:
       return "failed";
+    case AgentStatus::State::kEnded:
+      return "ended";
   }
   return "?";
 }
@@ -148,6 +150,7 @@ std::string ToJson(const AttemptPlan& p) {
               {"job_id", p.job_id},
               {"rank_secret", p.rank_secret},
               {"ckpt_dir", p.ckpt_dir},
+              {"log_dir", p.log_dir},
               {"setup", std::move(setup)}}
       .dump();
 }
@@ -207,6 +210,7 @@ Result<AttemptPlan> ParseAttemptPlan(std::string_view text, std::string_view key
                          .Get("job_id", p.job_id)
                          .Get("rank_secret", p.rank_secret)
                          .Get("ckpt_dir", p.ckpt_dir)
+                         .Get("log_dir", p.log_dir)
                          .status());
   RY_ASSIGN_OR_RETURN(p.env, EnvFromJson(Member(j, "env"), ctx.Child("env")));
   const json& setup = Member(j, "setup");
@@ -273,8 +277,9 @@ Result<AgentStatus> ParseAgentStatus(std::string_view text, std::string_view key
                          .Get("error", s.error)
                          .status());
   bool known = false;
-  for (auto st : {AgentStatus::State::kIdle, AgentStatus::State::kRunning,
-                  AgentStatus::State::kStopped, AgentStatus::State::kFailed}) {
+  for (auto st :
+       {AgentStatus::State::kIdle, AgentStatus::State::kRunning, AgentStatus::State::kStopped,
+        AgentStatus::State::kFailed, AgentStatus::State::kEnded}) {
     if (AgentStateName(st) == state) {
       s.state = st;
       known = true;
@@ -282,7 +287,7 @@ Result<AgentStatus> ParseAgentStatus(std::string_view text, std::string_view key
   }
   if (!known) {
     return ctx.Child("state").Error(fmt::format(
-        "expected \"idle\", \"running\", \"stopped\" or \"failed\", got \"{}\"", state));
+        "expected \"idle\", \"running\", \"stopped\", \"failed\" or \"ended\", got \"{}\"", state));
   }
   const json& ranks = Member(j, "ranks");
   if (!ranks.is_null() && !ranks.is_array()) return ctx.Child("ranks").Error("expected a list");

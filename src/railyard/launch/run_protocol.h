@@ -64,6 +64,7 @@ struct AttemptPlan {
   std::string job_id;       // RAILYARD_JOB_ID of the ranks
   std::string rank_secret;  // RAILYARD_JOB_SECRET of the ranks
   std::string ckpt_dir;     // RAILYARD_CKPT_DIR; may be empty
+  std::string log_dir;      // each rank's output: <log_dir>/rank-<r>.log; empty: kept by the agent
   // Per host of `hosts` (same order), per local rank: empty, or nproc_per_host entries.
   std::vector<std::vector<LocalRankSetup>> setup;
   friend bool operator==(const AttemptPlan&, const AttemptPlan&) = default;
@@ -104,6 +105,7 @@ struct AgentStatus {
     kRunning,  // its ranks of `attempt` run (some may have ended)
     kStopped,  // every rank of `attempt` has ended (by itself or stopped)
     kFailed,   // its ranks of `attempt` could not be started: `error` says why
+    kEnded,    // the job ended ("end"): the agent's last word before it leaves
   };
   std::string host;
   uint64_t seq = 0;  // increases with every write
@@ -114,7 +116,7 @@ struct AgentStatus {
   friend bool operator==(const AgentStatus&, const AgentStatus&) = default;
 };
 
-std::string_view AgentStateName(AgentStatus::State state);  // "idle", "running", ...
+std::string_view AgentStateName(AgentStatus::State state);  // "idle", "running", ... "ended"
 
 std::string ToJson(const RunHello& hello);
 std::string ToJson(const AttemptPlan& plan);

@@ -18,6 +18,7 @@ AttemptPlan SamplePlan() {
           .job_id = "run-1a2b",
           .rank_secret = "00ff",
           .ckpt_dir = "/lustre/ckpt",
+          .log_dir = "/lustre/ckpt/logs",
           .setup = {{{.cpus = {0, 1}, .env = {{"CUDA_VISIBLE_DEVICES", "0"}}}, {.cpus = {2, 3}}},
                     {{}, {}}}};
 }
