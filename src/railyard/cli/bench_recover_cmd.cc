@@ -56,6 +56,7 @@ struct RecoveredRun {
   int64_t resumed_from = -1;  // the checkpoint step of the restart event
   int blamed_rank = -1;       // the failure event's rank
   std::string failed_host;
+  std::string cause;        // the failure event's message
   std::string replacement;  // the spare (or the same host again, without one)
   double run_s = 0;         // the whole `railyard run`, start to exit
   bool weights_identical = false;
@@ -182,6 +183,7 @@ Result<RecoveredRun> ParseRun(const base::ExitInfo& done) {
       if (kind == "failure" && failures++ == 0) {
         r.blamed_rank = e.value("rank", -1);
         r.failed_host = e.value("host", "");
+        r.cause = e.value("message", "");
       } else if (kind == "restart" && r.replacement.empty()) {
         r.replacement = e.value("host", "");
         r.resumed_from = e.value("step", int64_t{-1});
@@ -204,6 +206,10 @@ Result<RecoveredRun> ParseRun(const base::ExitInfo& done) {
                     done.Describe(), Tail(done.stdout_text + done.stderr_text, 600));
   }
   r.correct = done.Succeeded() && failures == 1 && recoveries == 1;
+  if (!r.correct) {
+    r.cause += fmt::format(" ({} failure{}, {} recover{}, {})", failures, failures == 1 ? "" : "s",
+                           recoveries, recoveries == 1 ? "y" : "ies", done.Describe());
+  }
   return r;
 }
 
@@ -275,11 +281,13 @@ Outcome RunBenchRecover(const BenchRecoverFlags& f, const std::string& train) {
     std::filesystem::remove_all(dir + "/ckpt-" + name, ec);
     if (!f.json) {
       fmt::print(stderr,
-                 "run {}/{}: rank {} on {} blamed, {} took over from step {}: total {:.0f} ms, "
-                 "{} steps again, weights {}{}\n",
-                 i + 1, f.repeat, r.blamed_rank, r.failed_host, r.replacement, r.resumed_from,
-                 r.total_ms, r.lost_steps, r.weights_identical ? "identical" : "DIFFER",
-                 r.correct ? "" : "  <- not correct");
+                 "run {}/{}: {}; {} took over, resuming from step {}: total {:.0f} ms, {} steps "
+                 "again, weights {}{}\n",
+                 i + 1, f.repeat, r.cause, r.replacement, r.resumed_from, r.total_ms, r.lost_steps,
+                 r.weights_identical ? "identical" : "DIFFER",
+                 r.correct
+                     ? ""
+                     : fmt::format("  <- not correct (expected rank {} blamed once)", f.kill_rank));
     }
     runs.push_back(r);
   }
@@ -312,6 +320,7 @@ Outcome RunBenchRecover(const BenchRecoverFlags& f, const std::string& train) {
       j.update({{"resumed_from", r.resumed_from},
                 {"blamed_rank", r.blamed_rank},
                 {"failed_host", r.failed_host},
+                {"cause", r.cause},
                 {"replacement", r.replacement},
                 {"weights_identical", r.weights_identical},
                 {"correct", r.correct}});
@@ -427,13 +436,14 @@ void RegisterBenchRecoverCommand(CLI::App* bench, Action* action) {
   r->add_option("--train-binary", f->train_binary,
                 "the example trainer (default: examples/train/railyard_train_example beside "
                 "this binary)");
-  r->add_flag("--json", f->json,
-              "one object: hosts, spares, nproc_per_host, world_size, steps, ckpt_every, "
-              "kill_at_step, kill_rank, repeat, uninterrupted_s, runs[]{detect_ms, stop_ms, "
-              "restart_ms, resume_ms, total_ms, lost_steps, run_s, resumed_from, blamed_rank, "
-              "failed_host, replacement, weights_identical, correct}, median{detect_ms, stop_ms, "
-              "restart_ms, resume_ms, total_ms, lost_steps, run_s}, target_total_ms, "
-              "within_target, weights_identical, correct_runs");
+  r->add_flag(
+      "--json", f->json,
+      "one object: hosts, spares, nproc_per_host, world_size, steps, ckpt_every, "
+      "kill_at_step, kill_rank, repeat, uninterrupted_s, runs[]{detect_ms, stop_ms, "
+      "restart_ms, resume_ms, total_ms, lost_steps, run_s, resumed_from, blamed_rank, "
+      "failed_host, cause, replacement, weights_identical, correct}, median{detect_ms, stop_ms, "
+      "restart_ms, resume_ms, total_ms, lost_steps, run_s}, target_total_ms, "
+      "within_target, weights_identical, correct_runs");
   r->footer(
       "Runs the example trainer under `railyard run` once uninterrupted, then --repeat times\n"
       "with --kill-rank SIGKILLed before --kill-at-step; the job's ranks are replaced on a\n"
