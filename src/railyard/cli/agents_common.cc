@@ -118,4 +118,17 @@ Result<std::string> ReadStdinLine(base::Deadline deadline) {
   }
 }
 
+std::optional<int> LocalHostCount(const std::string& spec) {
+  if (spec == "local") return 1;
+  if (!spec.starts_with("local:")) return std::nullopt;
+  std::string digits = spec.substr(6);
+  if (digits.empty() || digits.size() > 4) return 0;
+  int n = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return 0;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
 }  // namespace railyard::cli

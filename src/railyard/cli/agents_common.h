@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -39,6 +40,11 @@ Result<std::unique_ptr<validate::AgentStarter>> MakeAgentStarter(const std::stri
                                                                  const std::string& agent_command,
                                                                  const std::string& agent_binary,
                                                                  const validate::HostList& list);
+
+// `local:N` (or `local`, 1): the number of pretend hosts of this machine (local0, local1,
+// ...) that `railyard run --hosts` and `bench recover` take; nullopt for any other spec, 0 for
+// `local:` followed by something that is not a number up to 9999.
+std::optional<int> LocalHostCount(const std::string& spec);
 
 // The first line of stdin (the starters write the secret and a newline), or what came before
 // EOF. DEADLINE_EXCEEDED when nothing ends the line by `deadline`: a terminal left open must

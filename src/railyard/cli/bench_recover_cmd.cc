@@ -28,6 +28,7 @@
 #include "railyard/base/clock.h"
 #include "railyard/base/files.h"
 #include "railyard/base/subprocess.h"
+#include "railyard/cli/agents_common.h"
 #include "railyard/cli/cli_common.h"
 
 namespace railyard::cli {
@@ -66,17 +67,6 @@ struct RecoveredRun {
 // SIGINT and SIGTERM: the run in flight is stopped and the temporary directory removed.
 std::atomic<int> g_signal{0};
 void OnSignal(int sig) { g_signal.store(sig); }
-
-// `local:N` -> N; 0 for anything else.
-int LocalHostCount(const std::string& spec) {
-  if (!spec.starts_with("local:") || spec.size() == 6 || spec.size() > 9) return 0;
-  int n = 0;
-  for (char c : spec.substr(6)) {
-    if (c < '0' || c > '9') return 0;
-    n = n * 10 + (c - '0');
-  }
-  return n;
-}
 
 // The trainer: --train-binary, else where the build puts it next to this binary.
 Result<std::string> FindTrainBinary(const std::string& flag) {
@@ -311,7 +301,7 @@ Outcome RunBenchRecover(const BenchRecoverFlags& f, const std::string& train) {
   const size_t identical_runs = std::count_if(
       runs.begin(), runs.end(), [](const RecoveredRun& r) { return r.weights_identical; });
   const bool identical = identical_runs == runs.size();
-  const int world = (LocalHostCount(f.hosts) - f.spares) * f.nproc_per_host;
+  const int world = (LocalHostCount(f.hosts).value_or(0) - f.spares) * f.nproc_per_host;
 
   if (f.json) {
     nlohmann::json list = nlohmann::json::array();
@@ -374,7 +364,7 @@ Outcome RunBenchRecover(const BenchRecoverFlags& f, const std::string& train) {
 }
 
 Status CheckFlags(BenchRecoverFlags& f) {
-  const int hosts = LocalHostCount(f.hosts);
+  const int hosts = LocalHostCount(f.hosts).value_or(0);
   if (hosts < 1 || hosts > 64) {
     return InvalidArgument(
         "--hosts {}: expected local:N with N from 1 to 64 (the bench runs every host on this "

@@ -122,18 +122,6 @@ Status InstallSignalHandlers() {
   return Status::Ok();
 }
 
-// `local` or `local:N`: N pretend hosts on this machine (local0, local1, ...).
-std::optional<int> LocalHostCount(const std::string& spec) {
-  if (spec == "local") return 1;
-  if (!spec.starts_with("local:")) return std::nullopt;
-  int n = 0;
-  for (char c : spec.substr(6)) {
-    if (c < '0' || c > '9' || n > 1000) return 0;
-    n = n * 10 + (c - '0');
-  }
-  return n;
-}
-
 // The hosts of the run, from --hosts, --slurm or --k8s.
 Result<v::HostList> ResolveRunHosts(const RunFlags& f) {
   std::string spec = f.hosts;

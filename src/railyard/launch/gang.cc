@@ -103,11 +103,13 @@ std::vector<int> RanksInBlocks(int world_size, int per_host) {
 std::string RankEnd::ErrorLine() const {
   const std::string& text = exit.stderr_text;
   size_t at = text.rfind("railyard: error: ");
-  if (at == std::string::npos) {
-    at = text.find_first_not_of(" \t\r\n");
-    if (at == std::string::npos) return "";
-  }
-  return text.substr(at, text.find('\n', at) - at);
+  if (at != std::string::npos) return text.substr(at, text.find('\n', at) - at);
+  // A program's dying words come last: its last non-empty line, not its banner.
+  size_t end = text.find_last_not_of(" \t\r\n");
+  if (end == std::string::npos) return "";
+  size_t start = text.rfind('\n', end);
+  start = start == std::string::npos ? 0 : start + 1;
+  return text.substr(start, end + 1 - start);
 }
 
 std::string RankEnd::Describe() const {

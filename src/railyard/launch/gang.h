@@ -118,7 +118,7 @@ struct RankEnd {
 
   bool ok() const { return exit.Succeeded(); }
   // The rank's own error line: the last "railyard: error: " line of its stderr (log lines
-  // before it are not the cause), else its first non-empty line; "" when none.
+  // before it are not the cause), else its last non-empty line; "" when none.
   std::string ErrorLine() const;
   // "rank 1 (pid 42) was killed by signal 9 (Killed) on node1: <why or error line>".
   std::string Describe() const;

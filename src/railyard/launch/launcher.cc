@@ -94,6 +94,9 @@ class Launcher {
   int64_t VerifiedStep();
   void End(const std::string& why);
   bool AllRanksEnded(bool* all_clean) const;
+  // Closes the pending recovery's timing (at the next attempt's first step, or its end),
+  // records it and says so in a "recovered" event.
+  void FinishRecovery();
 
   const LaunchSpec& s_;
   SupervisorPolicy policy_;
@@ -303,17 +306,22 @@ Observations Launcher::Observe(std::set<int>* frozen) const {
   return obs;
 }
 
-// The rank a peer's error blames: comm's errors name the rank that failed after "failed: "
-// ("allreduce #27 ... on rank 0 failed: rank 1 (node1 pid 42): connection closed"); -1 when
-// the line names none.
+// The rank a peer's error blames: comm's errors name the rank that failed as ": rank N (host
+// pid P)" ("allreduce #27 ... on rank 0 failed: rank 1 (node1 pid 42): connection closed");
+// when a line names several (a rank that aborted the job because another failed), the last
+// is the root. -1 when the line names none.
 int BlamedRank(const std::string& error_line) {
-  size_t at = error_line.find("failed: rank ");
-  if (at == std::string::npos) return -1;
-  at += std::string_view("failed: rank ").size();
-  int rank = -1;
-  auto [end, ec] =
-      std::from_chars(error_line.data() + at, error_line.data() + error_line.size(), rank);
-  return ec == std::errc() ? rank : -1;
+  constexpr std::string_view kMark = ": rank ";
+  int blamed = -1;
+  for (size_t at = error_line.find(kMark); at != std::string::npos;
+       at = error_line.find(kMark, at + 1)) {
+    const char* begin = error_line.data() + at + kMark.size();
+    const char* end = error_line.data() + error_line.size();
+    int rank = -1;
+    auto [next, ec] = std::from_chars(begin, end, rank);
+    if (ec == std::errc() && end - next >= 2 && next[0] == ' ' && next[1] == '(') blamed = rank;
+  }
+  return blamed;
 }
 
 const SupervisorEvent* Launcher::Cause(const std::vector<SupervisorEvent>& events,
@@ -443,6 +451,7 @@ AttemptEnd Launcher::Watch() {
       if (!first_step_at_) {
         first_step_at_ = Clock::now();
         first_step_ = min_step;
+        FinishRecovery();
       }
       if (Clock::now() - progress_said >= std::chrono::seconds(5)) {
         progress_said = Clock::now();
@@ -461,6 +470,31 @@ AttemptEnd Launcher::Watch() {
     }
     Pause();
   }
+}
+
+void Launcher::FinishRecovery() {
+  if (!pending_recovery_) return;
+  RecoveryTiming t = *pending_recovery_;
+  pending_recovery_.reset();
+  if (ranks_running_at_) t.restart_ms = MsBetween(stopped_at_, *ranks_running_at_);
+  if (ranks_running_at_ && first_step_at_) {
+    t.resume_ms = MsBetween(*ranks_running_at_, *first_step_at_);
+    t.total_ms = MsBetween(failed_at_, *first_step_at_);
+    t.resumed_step = first_step_;
+  }
+  // Steps finished before the failure that the next attempt runs again: from the step its
+  // checkpoint resumes at, else from the first step it reported.
+  int64_t from = resumed_from_ >= 0 ? resumed_from_ : first_step_;
+  if (from >= 0) t.lost_steps = std::max<int64_t>(0, recovery_last_step_ + 1 - from);
+  out_.recoveries.push_back(t);
+  Emit({.kind = "recovered",
+        .step = t.resumed_step,
+        .message = fmt::format("recovered from attempt {}'s failure: detect {:.0f} ms, stop {:.0f} "
+                               "ms, restart {:.0f} ms, resume {:.0f} ms, total {:.0f} ms, {} "
+                               "steps done again",
+                               t.attempt, t.detect_ms, t.stop_ms, t.restart_ms, t.resume_ms,
+                               t.total_ms, t.lost_steps),
+        .recovery = t});
 }
 
 void Launcher::StopAttempt(const std::string& why, AttemptEnd* end) {
@@ -556,22 +590,8 @@ Result<LaunchOutcome> Launcher::Run() {
           .message = fmt::format("attempt {}: {} ranks on {}", attempt_, plan.world_size,
                                  fmt::join(hosts_, ","))});
     AttemptEnd end = Watch();
-    // A recovery's timing ends when every rank of the attempt after it has stepped.
-    if (pending_recovery_) {
-      RecoveryTiming& t = *pending_recovery_;
-      if (ranks_running_at_) t.restart_ms = MsBetween(stopped_at_, *ranks_running_at_);
-      if (ranks_running_at_ && first_step_at_) {
-        t.resume_ms = MsBetween(*ranks_running_at_, *first_step_at_);
-        t.total_ms = MsBetween(failed_at_, *first_step_at_);
-        t.resumed_step = first_step_;
-      }
-      // Steps finished before the failure that the next attempt runs again: from the step
-      // its checkpoint resumes at, else from the first step it reported.
-      int64_t from = resumed_from_ >= 0 ? resumed_from_ : first_step_;
-      if (from >= 0) t.lost_steps = std::max<int64_t>(0, recovery_last_step_ + 1 - from);
-      out_.recoveries.push_back(t);
-      pending_recovery_.reset();
-    }
+    // An attempt that ended before every rank stepped still closes its recovery.
+    FinishRecovery();
     if (end.kind == AttemptEnd::Kind::kSucceeded) {
       out_.exit_code = kRunSucceeded;
       out_.summary =
@@ -671,6 +691,13 @@ std::string EventJson(const LaunchEvent& e) {
   if (!e.host.empty()) j["host"] = e.host;
   if (e.step >= 0) j["step"] = e.step;
   if (!e.message.empty()) j["message"] = e.message;
+  if (e.recovery) {
+    const RecoveryTiming& t = *e.recovery;
+    j["recovery"] = {{"attempt", t.attempt},       {"detect_ms", t.detect_ms},
+                     {"stop_ms", t.stop_ms},       {"restart_ms", t.restart_ms},
+                     {"resume_ms", t.resume_ms},   {"total_ms", t.total_ms},
+                     {"lost_steps", t.lost_steps}, {"resumed_step", t.resumed_step}};
+  }
   return j.dump();
 }
 

@@ -58,23 +58,6 @@ inline constexpr int kRunPreflightFailed = 5;  // too few healthy hosts before t
 inline constexpr int kRunDeadline = 6;         // --time-limit passed
 inline constexpr int kRunInterrupted = 130;    // SIGINT or SIGTERM: every rank stopped
 
-struct LaunchEvent {
-  base::Clock::time_point at;  // when the launcher made it (monotonic)
-  int64_t unix_ms = 0;         // the same, wall clock, for the log
-  // "agents_up", "attempt_start", "ranks_running", "progress", "straggler", "failure",
-  // "stopped", "restart", "give_up", "succeeded", "interrupted", "spare_lost", "deadline"
-  std::string kind;
-  int attempt = 0;
-  int rank = -1;        // -1: not about one rank
-  std::string host;     // empty: not about one host
-  int64_t step = -1;    // progress, restart (the step resumed from), failure (last step)
-  std::string message;  // one line for the terminal
-};
-
-// {"time_ms":..., "event":"failure", "attempt":0, "rank":3, "host":"node1", "step":41,
-//  "message":"..."}: fields that are unset (-1, empty) are left out.
-std::string EventJson(const LaunchEvent& event);
-
 // How one recovery went, from the failure to every rank stepping again.
 struct RecoveryTiming {
   int attempt = 0;            // the attempt that failed
@@ -86,6 +69,25 @@ struct RecoveryTiming {
   int64_t lost_steps = 0;     // steps finished before the failure that were done again
   int64_t resumed_step = -1;  // the first step the next attempt reported
 };
+
+struct LaunchEvent {
+  base::Clock::time_point at;  // when the launcher made it (monotonic)
+  int64_t unix_ms = 0;         // the same, wall clock, for the log
+  // "agents_up", "attempt_start", "ranks_running", "progress", "straggler", "failure",
+  // "stopped", "restart", "recovered", "give_up", "succeeded", "interrupted", "spare_lost",
+  // "deadline"
+  std::string kind;
+  int attempt = 0;
+  int rank = -1;        // -1: not about one rank
+  std::string host;     // empty: not about one host
+  int64_t step = -1;    // progress, restart (the step resumed from), failure (last step)
+  std::string message;  // one line for the terminal
+  std::optional<RecoveryTiming> recovery;  // "recovered" only
+};
+
+// {"time_ms":..., "event":"failure", "attempt":0, "rank":3, "host":"node1", "step":41,
+//  "message":"..."}: fields that are unset (-1, empty) are left out.
+std::string EventJson(const LaunchEvent& event);
 
 struct LaunchOutcome {
   int exit_code = kRunSucceeded;
