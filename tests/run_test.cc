@@ -320,5 +320,46 @@ TEST_F(RunTest, RanksRunOnTheCpusOfTheirNumaNodeAndLogToTheirOwnFiles) {
   EXPECT_NE(dry->stdout_text.find(std::to_string(last)), std::string::npos) << dry->stdout_text;
 }
 
+TEST_F(RunTest, RanksGetTheirGpuNicAndNcclTopologyFromTheNodeModel) {
+  const std::string topology = dir_.Sub("gpus.yaml");
+  ASSERT_TRUE(base::WriteFileAtomic(topology, R"(version: 2
+name: two-gpus
+levels: [leaf]
+profiles:
+  two-gpus:
+    gpus:
+    - {index: 0, pci_bus_id: 0000:18:00.0, numa_node: 0}
+    - {index: 1, pci_bus_id: 0000:2a:00.0, numa_node: 0}
+    nics:
+    - {name: mlx5_0, pci_bus_id: 0000:17:00.0, numa_node: 0, rdma: true}
+    - {name: mlx5_1, pci_bus_id: 0000:29:00.0, numa_node: 0, rdma: true}
+    gpu_nic_paths:
+    - {gpu: 0, nic: mlx5_0, path: PIX}
+    - {gpu: 1, nic: mlx5_1, path: PIX}
+switches:
+  - {name: leaf0, level: leaf, nodes: "local[0-1]", profile: two-gpus}
+)")
+                  .ok());
+  const std::string logs = dir_.Sub("logs");
+  auto r = base::RunCommand(
+      {.argv = {kRailyard, "run", "--hosts", "local:2", "--topology", topology, "--nproc-per-host",
+                "2", "--heartbeat-timeout", "0", "--log-dir", logs, "--events", "-", "--", "sh",
+                "-c",
+                "echo CVD=$CUDA_VISIBLE_DEVICES HCA=$NCCL_IB_HCA; grep -c 'busid=\"0000:2a:00.0\"' "
+                "\"$NCCL_TOPO_FILE\""}},
+      Deadline::After(60s));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->exit_code, 0) << r->stdout_text << r->stderr_text;
+  for (int rank = 0; rank < 4; ++rank) {
+    auto log = base::ReadFile(fmt::format("{}/rank-{}.log", logs, rank));
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    // Local rank i: GPU i and the RDMA NIC on its PCI switch; NCCL's topology file names
+    // GPU 1's bus id.
+    EXPECT_NE(log->find(fmt::format("CVD={} HCA==mlx5_{}\n1\n", rank % 2, rank % 2)),
+              std::string::npos)
+        << "rank " << rank << ": " << *log;
+  }
+}
+
 }  // namespace
 }  // namespace railyard

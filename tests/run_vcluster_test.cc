@@ -1,6 +1,7 @@
 // `railyard run` on the virtual cluster: a host whose link is cut in the middle of training
 // is found lost, its ranks move to the spare, and the job ends with the weights of an
 // uninterrupted run. Fixed prefix "rrv" and the netns lock.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -119,6 +120,27 @@ TEST_F(RunVclusterTest, CutHostIsLostAndItsRanksMoveToTheSpare) {
   auto b = base::ReadFile(dir_.Sub("cut.bin"));
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_TRUE(*a == *b) << "weights after the move to the spare differ from the reference";
+}
+
+TEST_F(RunVclusterTest, RanksAreToldTheInterfaceTheirHostIsReachedAt) {
+  const std::string logs = dir_.Sub("logs");
+  auto r = Railyard({"run", "--hosts", std::string("vcluster:") + kPrefix, "--nodes", "2",
+                     "--preflight", "none", "--heartbeat-timeout", "0", "--log-dir", logs,
+                     "--events", "-", "--", "sh", "-c",
+                     "echo \"IF=$NCCL_SOCKET_IFNAME ADDR=$RAILYARD_VHOST_ADDR\"; ip -4 -o addr "
+                     "show dev \"${NCCL_SOCKET_IFNAME#=}\""});
+  ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
+  for (int rank = 0; rank < 2; ++rank) {
+    auto log = base::ReadFile(fmt::format("{}/rank-{}.log", logs, rank));
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    // An exact interface name (NCCL's '=' form), the one holding the host's own address.
+    size_t at = log->find("IF==");
+    ASSERT_NE(at, std::string::npos) << *log;
+    size_t addr = log->find("ADDR=");
+    ASSERT_NE(addr, std::string::npos) << *log;
+    std::string address = log->substr(addr + 5, log->find('\n', addr) - addr - 5);
+    EXPECT_NE(log->find("inet " + address + "/"), std::string::npos) << *log;
+  }
 }
 
 }  // namespace

@@ -36,6 +36,7 @@
 #include "railyard/net/store/tcp_store_client.h"
 #include "railyard/net/store/tcp_store_server.h"
 #include "railyard/place/placement.h"
+#include "railyard/topo/node_json.h"
 #include "railyard/validate/coordinator.h"
 #include "railyard/validate/plan.h"
 #include "railyard/validate/registry.h"
@@ -381,6 +382,7 @@ int RunJob(const RunFlags& f) {
 
   // Bindings from the node model.
   std::map<std::string, std::vector<launch::LocalRankSetup>> setup;
+  std::map<std::string, std::string> node_models;
   std::string tables;
   for (const std::string& h : placement->hosts) {
     auto node = std::find_if(list->cluster.nodes.begin(), list->cluster.nodes.end(),
@@ -391,6 +393,7 @@ int RunJob(const RunFlags& f) {
     std::vector<launch::LocalRankSetup> ranks;
     for (const launch::RankBinding& b : *plan) ranks.push_back({.cpus = b.cpus, .env = b.Env()});
     setup[h] = std::move(ranks);
+    node_models[h] = topo::NodeToJson(*node).dump();
     tables += launch::FormatBindingTable(h, *plan);
   }
 
@@ -498,6 +501,7 @@ int RunJob(const RunFlags& f) {
   spec.agent_connect_timeout = *connect_timeout;
   spec.env = env;
   spec.setup = setup;
+  spec.node_models = node_models;
   spec.supervisor.heartbeat_timeout = *heartbeat;
   if (startup) spec.supervisor.startup_timeout = *startup;
   spec.supervisor.max_restarts = f.max_restarts;

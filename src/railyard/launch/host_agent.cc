@@ -9,12 +9,16 @@
 #include <memory>
 #include <optional>
 
+#include "railyard/base/config.h"
 #include "railyard/base/files.h"
 #include "railyard/base/logging.h"
 #include "railyard/base/units.h"
 #include "railyard/launch/gang.h"
 #include "railyard/launch/progress.h"
 #include "railyard/launch/run_protocol.h"
+#include "railyard/net/interfaces.h"
+#include "railyard/topo/nccl_export.h"
+#include "railyard/topo/node_json.h"
 #include "railyard/validate/agent.h"
 
 namespace railyard::launch {
@@ -48,6 +52,9 @@ class Agent {
 
  private:
   Status Start(const AttemptPlan& plan);
+  // NCCL_SOCKET_IFNAME (the interface of this host's address) and NCCL_TOPO_FILE (written
+  // from the plan's node model when it has GPUs), unless the plan's variables set them.
+  comm::EnvList NcclEnvironment(const AttemptPlan& plan, int group, const std::string& dir) const;
   void StopShare(const std::string& why);
   // Reaps, drains progress, waits up to one interval.
   void Tend();
@@ -124,6 +131,43 @@ AgentStatus Agent::Snapshot() const {
   return s;
 }
 
+bool HasVariable(const comm::EnvList& env, std::string_view name) {
+  return std::any_of(env.begin(), env.end(), [&](const auto& kv) { return kv.first == name; });
+}
+
+comm::EnvList Agent::NcclEnvironment(const AttemptPlan& plan, int group,
+                                     const std::string& dir) const {
+  comm::EnvList env;
+  // NCCL's bootstrap and socket transport on the interface this host is reached at.
+  if (!HasVariable(plan.env, "NCCL_SOCKET_IFNAME")) {
+    auto interfaces = net::ListInterfaces();
+    for (const net::NetInterface& nic :
+         interfaces.ok() ? *interfaces : std::vector<net::NetInterface>{}) {
+      if (nic.ipv4 == address_ && !nic.loopback)
+        env.emplace_back("NCCL_SOCKET_IFNAME", "=" + nic.name);
+    }
+  }
+  // NCCL's topology from the node model, with this host's own CPU identity.
+  if (!HasVariable(plan.env, "NCCL_TOPO_FILE") &&
+      group < static_cast<int>(plan.node_models.size()) && !plan.node_models[group].empty()) {
+    auto json = base::ParseJson(plan.node_models[group], "node model");
+    auto node =
+        json.ok() ? topo::NodeFromJson(*json, "node model") : Result<topo::Node>(json.status());
+    if (node.ok() && !node->gpus.empty()) {
+      auto xml = topo::NcclTopologyXml(*node);
+      const std::string path =
+          fmt::format("{}/railyard-{}-{}-nccl-topo.xml", dir, plan.job_id, o_.host);
+      Status wrote = xml.ok() ? base::WriteFileAtomic(path, *xml) : xml.status();
+      if (wrote.ok()) {
+        env.emplace_back("NCCL_TOPO_FILE", path);
+      } else {
+        kLog.Warn("host agent {}: no NCCL_TOPO_FILE: {}", o_.host, wrote.ToString());
+      }
+    }
+  }
+  return env;
+}
+
 Status Agent::Start(const AttemptPlan& plan) {
   const int group = plan.GroupOf(o_.host);
   attempt_ = plan.attempt;
@@ -165,6 +209,9 @@ Status Agent::Start(const AttemptPlan& plan) {
     }
   }
   spec.hosts[0].env = plan.env;
+  for (auto& [name, value] : NcclEnvironment(plan, group, dir)) {
+    spec.hosts[0].env.emplace_back(std::move(name), std::move(value));
+  }
   Result<Gang> gang = listener.ok() ? Gang::Start(spec) : Result<Gang>(listener.status());
   if (!gang.ok()) {
     state_ = AgentStatus::State::kFailed;

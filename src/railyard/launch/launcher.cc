@@ -270,6 +270,8 @@ Result<AttemptPlan> Launcher::MakePlan() {
   for (const std::string& h : hosts_) {
     auto it = s_.setup.find(h);
     p.setup.push_back(it == s_.setup.end() ? std::vector<LocalRankSetup>{} : it->second);
+    auto model = s_.node_models.find(h);
+    p.node_models.push_back(model == s_.node_models.end() ? "" : model->second);
   }
   return p;
 }

@@ -107,6 +107,7 @@ struct LaunchSpec {
   std::string log_dir;   // <log_dir>/rank-<r>.log per rank; empty: not kept
   comm::EnvList env;     // every rank's extra variables
   std::map<std::string, std::vector<LocalRankSetup>> setup;  // by host: binding per local rank
+  std::map<std::string, std::string> node_models;            // by host: topo::NodeToJson text
   SupervisorOptions supervisor;
 
   // The launcher's store, which agents reach at store_address with `secret`.

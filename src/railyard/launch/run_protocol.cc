@@ -151,6 +151,7 @@ std::string ToJson(const AttemptPlan& p) {
               {"rank_secret", p.rank_secret},
               {"ckpt_dir", p.ckpt_dir},
               {"log_dir", p.log_dir},
+              {"node_models", p.node_models},
               {"setup", std::move(setup)}}
       .dump();
 }
@@ -211,6 +212,7 @@ Result<AttemptPlan> ParseAttemptPlan(std::string_view text, std::string_view key
                          .Get("rank_secret", p.rank_secret)
                          .Get("ckpt_dir", p.ckpt_dir)
                          .Get("log_dir", p.log_dir)
+                         .Get("node_models", p.node_models)
                          .status());
   RY_ASSIGN_OR_RETURN(p.env, EnvFromJson(Member(j, "env"), ctx.Child("env")));
   const json& setup = Member(j, "setup");
@@ -236,6 +238,10 @@ Result<AttemptPlan> ParseAttemptPlan(std::string_view text, std::string_view key
       p.world_size != p.nproc_per_host * static_cast<int>(p.hosts.size())) {
     return ctx.Error(fmt::format("world_size {} is not nproc_per_host {} x {} hosts", p.world_size,
                                  p.nproc_per_host, p.hosts.size()));
+  }
+  if (!p.node_models.empty() && p.node_models.size() != p.hosts.size()) {
+    return ctx.Child("node_models")
+        .Error(fmt::format("{} entries for {} hosts", p.node_models.size(), p.hosts.size()));
   }
   if (!p.setup.empty() && p.setup.size() != p.hosts.size()) {
     return ctx.Child("setup").Error(

@@ -67,6 +67,9 @@ struct AttemptPlan {
   std::string log_dir;      // each rank's output: <log_dir>/rank-<r>.log; empty: kept by the agent
   // Per host of `hosts` (same order), per local rank: empty, or nproc_per_host entries.
   std::vector<std::vector<LocalRankSetup>> setup;
+  // Per host of `hosts` (same order): its node model as JSON (topo::NodeToJson), "" when
+  // unknown. An agent whose node has GPUs writes NCCL_TOPO_FILE from it with its own CPU.
+  std::vector<std::string> node_models;
   friend bool operator==(const AttemptPlan&, const AttemptPlan&) = default;
 
   // The index of `host` in hosts; -1 when it is not in this attempt.

@@ -20,7 +20,8 @@ AttemptPlan SamplePlan() {
           .ckpt_dir = "/lustre/ckpt",
           .log_dir = "/lustre/ckpt/logs",
           .setup = {{{.cpus = {0, 1}, .env = {{"CUDA_VISIBLE_DEVICES", "0"}}}, {.cpus = {2, 3}}},
-                    {{}, {}}}};
+                    {{}, {}}},
+          .node_models = {R"({"name":"node0"})", ""}};
 }
 
 TEST(RunProtocolTest, PlanRoundTripsAndNamesEachHostsGroup) {
