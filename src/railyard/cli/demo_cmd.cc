@@ -137,7 +137,8 @@ std::string TrainBinary() {
 // a rank that kills itself mid-run, around the hosts validation excluded and with one spare.
 // Prints the launcher's events and whether the recovered weights equal the uninterrupted
 // run's, byte for byte.
-Status DemoTrain(const vcluster::ClusterState& state, const std::vector<std::string>& excluded) {
+Status DemoTrain(const vcluster::ClusterState& state, const std::vector<std::string>& excluded,
+                 std::vector<std::string>* summary) {
   const std::string train = TrainBinary();
   if (::access(train.c_str(), X_OK) != 0) {
     return NotFound("the example trainer {} is not built (make build builds it)", train);
@@ -146,6 +147,7 @@ Status DemoTrain(const vcluster::ClusterState& state, const std::vector<std::str
   const int nodes = std::min(4, usable - 1);
   if (nodes < 2) {
     fmt::print("  {} usable hosts: too few for a 2-host job with a spare, skipped\n", usable);
+    summary->push_back("training: skipped, too few usable hosts");
     return Status::Ok();
   }
   const std::string dir = state.shared_dir + "/demo-train";
@@ -194,11 +196,6 @@ Status DemoTrain(const vcluster::ClusterState& state, const std::vector<std::str
   for (std::string_view line : base::SplitLines(failed.stderr_text)) {
     if (line.starts_with("railyard: run: ")) fmt::print("    {}\n", line.substr(15));
   }
-  for (std::string_view line : base::SplitLines(failed.stdout_text)) {
-    if (line.find("recovery after") != std::string_view::npos) {
-      fmt::print("    {}\n", base::StripAsciiWhitespace(line));
-    }
-  }
   if (!failed.Succeeded())
     return Internal("the run with a failure did not recover: {}", failed.Describe());
   auto a = base::ReadFile(dir + "/uninterrupted.bin");
@@ -206,6 +203,22 @@ Status DemoTrain(const vcluster::ClusterState& state, const std::vector<std::str
   if (!a.ok() || !b.ok()) return Internal("the runs wrote no weights");
   fmt::print("  final weights of the recovered run {} the uninterrupted run's ({} bytes)\n",
              *a == *b ? "are byte-identical to" : "DIFFER from", a->size());
+  // The story in the launcher's own words, from its event log.
+  auto events = base::ReadFile(dir + "/recovered-events.jsonl");
+  for (std::string_view line : base::SplitLines(events.ok() ? *events : "")) {
+    auto e = nlohmann::json::parse(line, nullptr, false);
+    if (e.is_discarded()) continue;
+    std::string kind = e.value("event", "");
+    if (kind == "attempt_start" && e.value("attempt", 0) == 0) {
+      summary->push_back("placement: " + e.value("message", ""));
+    } else if (kind == "failure") {
+      summary->push_back("named: " + e.value("message", ""));
+    } else if (kind == "restart") {
+      summary->push_back("recovered: " + e.value("message", ""));
+    }
+  }
+  summary->push_back(fmt::format("weights: {} to the uninterrupted run's",
+                                 *a == *b ? "byte-identical" : "DIFFERENT"));
   std::filesystem::remove_all(dir, ec);
   if (*a != *b) return Internal("recovered weights differ from the uninterrupted run's");
   return Status::Ok();
@@ -339,12 +352,22 @@ Status RunDemo(const DemoFlags& f) {
   Step(6, total,
        "train under `railyard run` around what validation excluded; kill a rank; recover on "
        "a spare");
-  RY_RETURN_IF_ERROR(DemoTrain(state, excluded));
+  std::vector<std::string> summary;
+  summary.push_back(excluded.empty()
+                        ? std::string("validation: nothing excluded")
+                        : fmt::format("validation: excluded {} (the host whose link was degraded "
+                                      "without telling it is {})",
+                                      fmt::join(excluded, ", "),
+                                      spec.mode == Mode::kLoopback ? "none, in loopback mode"
+                                                                   : plan.hosts[1].name));
+  RY_RETURN_IF_ERROR(DemoTrain(state, excluded, &summary));
 
   Step(7, total, "tear down");
   RY_ASSIGN_OR_RETURN(DownReport report, vc.Down(spec.prefix));
   teardown.armed = false;
   fmt::print("  removed {} namespaces and links\n", report.removed.size());
+  fmt::print("\nsummary\n");
+  for (const std::string& line : summary) fmt::print("  {}\n", line);
   fmt::print("\ndemo finished in {:.1f}s\n", base::SecondsSince(start));
   return Status::Ok();
 }
