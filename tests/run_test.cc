@@ -7,6 +7,8 @@
 #include <sched.h>
 #include <signal.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -33,6 +35,12 @@ using namespace std::chrono_literals;
 
 constexpr char kRailyard[] = RAILYARD_BINARY;
 constexpr char kTrain[] = RAILYARD_TRAIN_BINARY;
+
+int64_t UnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 class RunTest : public ::testing::Test {
  protected:
@@ -143,6 +151,7 @@ TEST_F(RunTest, FrozenRankIsHungAndNamedNotItsWaitingPeers) {
     }
   }
   ASSERT_EQ(rank2.size(), 1u);
+  const int64_t frozen_at_ms = UnixMs();
   ASSERT_EQ(::kill(rank2[0], SIGSTOP), 0);
   auto done = live->child.Wait(Deadline::After(60s));
   ASSERT_TRUE(done.ok()) << done.status().ToString();
@@ -158,6 +167,10 @@ TEST_F(RunTest, FrozenRankIsHungAndNamedNotItsWaitingPeers) {
   // No restarts allowed: the job fails with the budget spent, and the frozen rank is gone.
   EXPECT_EQ(done->exit_code, 3) << done->stderr_text;
   EXPECT_FALSE(Alive(rank2[0]));
+  // Found within twice the heartbeat timeout (3 s): a bound on behaviour with a wide margin,
+  // not a speed figure (bench recover measures that).
+  EXPECT_LE(failures[0].value("time_ms", int64_t{0}) - frozen_at_ms, 2 * 3000)
+      << failures[0].dump();
 }
 
 TEST_F(RunTest, LostHostIsReplacedByTheSpare) {
@@ -221,6 +234,9 @@ TEST_F(RunTest, SignalToTheLauncherStopsEveryRankAndAgent) {
     if (ppid == live->child.pid()) agents.push_back(pid);
   }
   EXPECT_EQ(agents.size(), 2u);
+  // Every rank is its own process group (its pid); none may be left after the signal.
+  std::vector<pid_t> ranks = ProcessesWith("RAILYARD_CKPT_DIR=" + dir_.path(), false);
+  EXPECT_EQ(ranks.size(), 4u);
   ASSERT_EQ(::kill(live->child.pid(), SIGTERM), 0);
   auto done = live->child.Wait(Deadline::After(30s));
   ASSERT_TRUE(done.ok()) << done.status().ToString();
@@ -231,6 +247,10 @@ TEST_F(RunTest, SignalToTheLauncherStopsEveryRankAndAgent) {
   const std::string marker = "RAILYARD_CKPT_DIR=" + dir_.path();
   EXPECT_TRUE(ProcessesWith(marker, false).empty());
   for (pid_t pid : agents) EXPECT_FALSE(Alive(pid)) << "agent " << pid << " outlived the run";
+  for (pid_t pgid : ranks) {
+    EXPECT_TRUE(::kill(-pgid, 0) != 0 && errno == ESRCH)
+        << "rank process group " << pgid << " outlived the run";
+  }
 }
 
 TEST_F(RunTest, BadInputIsRefusedBeforeAnythingStarts) {

@@ -3,8 +3,10 @@
 // uninterrupted run. Fixed prefix "rrv" and the netns lock.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <string>
 #include <vector>
 
@@ -140,6 +142,34 @@ TEST_F(RunVclusterTest, RanksAreToldTheInterfaceTheirHostIsReachedAt) {
     ASSERT_NE(addr, std::string::npos) << *log;
     std::string address = log->substr(addr + 5, log->find('\n', addr) - addr - 5);
     EXPECT_NE(log->find("inet " + address + "/"), std::string::npos) << *log;
+  }
+}
+
+TEST_F(RunVclusterTest, SigintStopsEveryRankAndAgentOnEveryHost) {
+  auto live = testing::StartAndWaitFor(Args(std::string("vcluster:") + kPrefix, 3, 0, "sigint"),
+                                       "ranks_running");
+  ASSERT_TRUE(live);
+  // The ranks of this run, on whichever virtual host: their environment names its checkpoint
+  // directory. Each is its own process group.
+  const std::string marker = "RAILYARD_CKPT_DIR=" + dir_.Sub("ckpt-sigint");
+  std::vector<pid_t> ranks = testing::ProcessesWith(marker, false);
+  EXPECT_EQ(ranks.size(), 3u);
+  ASSERT_EQ(::kill(live->child.pid(), SIGINT), 0);
+  auto done = live->child.Wait(Deadline::After(60s));
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(done->exit_code, 130) << done->stderr_text;
+  EXPECT_NE(done->stdout_text.find("\"event\":\"interrupted\""), std::string::npos);
+  EXPECT_TRUE(testing::ProcessesWith(marker, false).empty());
+  for (pid_t pgid : ranks) {
+    EXPECT_TRUE(::kill(-pgid, 0) != 0 && errno == ESRCH)
+        << "rank process group " << pgid << " outlived the run";
+  }
+  // No agent of the cluster is left either (they run `railyard run agent` in the hosts).
+  for (pid_t pid : testing::ProcessesWith("\nagent\n", true, "\n--launcher\n")) {
+    auto environ = base::ReadFile(fmt::format("/proc/{}/environ", pid));
+    EXPECT_FALSE(environ.ok() && environ->find(std::string("RAILYARD_VCLUSTER_PREFIX=") +
+                                               kPrefix) != std::string::npos)
+        << "agent " << pid << " outlived the run";
   }
 }
 
