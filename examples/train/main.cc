@@ -23,7 +23,10 @@ int main(int argc, char** argv) {
   app.add_option("--momentum", o.momentum, "SGD momentum");
   app.add_option("--fail-at-step-for-test", o.fail_at_step_for_test,
                  "test only: SIGKILL rank --fail-rank-for-test before this step, first attempt");
-  app.add_option("--fail-rank-for-test", o.fail_rank_for_test, "test only: the rank to kill");
+  app.add_option("--hang-at-step-for-test", o.hang_at_step_for_test,
+                 "test only: SIGSTOP rank --fail-rank-for-test before this step, first attempt");
+  app.add_option("--fail-rank-for-test", o.fail_rank_for_test,
+                 "test only: the rank to kill or stop");
   CLI11_PARSE(app, argc, argv);
   railyard::base::InitLogging(std::nullopt);
   railyard::Status st = railyard::train_example::RunTraining(o);

@@ -327,10 +327,13 @@ Status RunTraining(const TrainOptions& options) {
   std::vector<float> grad(n_params + 1);
   std::vector<float> xs(o.batch * o.inputs), ys(o.batch);
   for (int64_t step = start + 1; step <= o.steps; ++step) {
-    if (step == o.fail_at_step_for_test && rank == o.fail_rank_for_test && restart_count == 0) {
+    const bool kill = step == o.fail_at_step_for_test, hang = step == o.hang_at_step_for_test;
+    if ((kill || hang) && rank == o.fail_rank_for_test && restart_count == 0) {
       if (saver != nullptr) RY_RETURN_IF_ERROR(saver->Wait());
-      Say(rank, fmt::format("killing myself before step {} (--fail-at-step-for-test)", step));
-      ::raise(SIGKILL);
+      Say(rank,
+          kill ? fmt::format("killing myself before step {} (--fail-at-step-for-test)", step)
+               : fmt::format("stopping myself before step {} (--hang-at-step-for-test)", step));
+      ::raise(kill ? SIGKILL : SIGSTOP);
     }
     RY_ASSIGN_OR_RETURN(std::vector<storage::Sample> batch, reader->NextBatch());
     for (size_t s = 0; s < batch.size(); ++s) {

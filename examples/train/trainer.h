@@ -55,6 +55,9 @@ struct TrainOptions {
   // itself just before step `fail_at_step_for_test`, after its checkpoint in flight has
   // committed (so the step it will resume from is known). -1: never.
   int64_t fail_at_step_for_test = -1;
+  // Test only: the same, but the rank stops itself with SIGSTOP instead (frozen, as a hung
+  // process is: alive, silent, state T), for hang detection. -1: never.
+  int64_t hang_at_step_for_test = -1;
   int fail_rank_for_test = -1;
 };
 
