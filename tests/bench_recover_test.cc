@@ -1,7 +1,9 @@
 // `railyard bench recover` end to end: one recovered run of the example trainer under
-// `railyard run --hosts local:3 --spares 1`, its JSON report's shape, the recovered weights
+// `railyard run --hosts local:3 --spares 1` for each fault (a rank killed; a rank frozen by
+// SIGSTOP, found by the heartbeat timeout), its JSON report's shape, the recovered weights
 // byte-identical to the uninterrupted run's, and bad input refused before anything runs.
-// No figure is asserted: they depend on the machine's load.
+// No figure is asserted beyond what the command itself reports: they depend on the machine's
+// load.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -93,6 +95,42 @@ TEST(BenchRecoverTest, OneKilledRankRecoversWithIdenticalWeightsAndReportsEveryF
   EXPECT_EQ(BenchDirs(), before) << "the temporary directory was left behind";
 }
 
+TEST(BenchRecoverTest, FrozenRankIsBlamedAndTheJobRecoversWithIdenticalWeights) {
+  const std::vector<std::string> before = BenchDirs();
+  Ran r = Bench({"--fault", "hang", "--heartbeat-timeout", "3s", "--steps", "40", "--kill-at-step",
+                 "25", "--repeat", "1", "--json", "--train-binary", kTrain});
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.Dump();
+  EXPECT_EQ(r.exit_code, 0) << r.Dump();
+  EXPECT_EQ(j.value("fault", ""), "hang");
+  EXPECT_EQ(j.value("heartbeat_timeout_ms", 0.0), 3000.0);
+  EXPECT_EQ(j.value("detect_target_ms", 0.0), 6000.0) << "2 x the heartbeat timeout";
+  EXPECT_TRUE(j.contains("detect_within_target") && j["detect_within_target"].is_boolean());
+  EXPECT_EQ(j.value("nodes", -1), 2);
+  EXPECT_EQ(j.value("world_size", -1), 4);
+  EXPECT_EQ(j.value("correct_runs", -1), 1) << r.Dump();
+  EXPECT_TRUE(j.value("weights_identical", false)) << r.Dump();
+
+  ASSERT_TRUE(j.contains("runs") && j["runs"].is_array());
+  ASSERT_EQ(j["runs"].size(), 1u) << r.out;
+  const auto& run = j["runs"][0];
+  // The frozen rank, not a peer that hangs waiting on it in the allreduce.
+  EXPECT_EQ(run.value("blamed_rank", -1), 1) << run.dump();
+  EXPECT_EQ(run.value("failed_host", ""), "local0") << run.dump();
+  EXPECT_NE(run.value("cause", "").find("hung"), std::string::npos) << run.dump();
+  EXPECT_EQ(run.value("replacement", ""), "local2") << run.dump();
+  EXPECT_EQ(run.value("resumed_from", -1), 20) << run.dump();
+  EXPECT_TRUE(run.value("weights_identical", false)) << run.dump();
+  for (const char* key : {"detect_ms", "stop_ms", "restart_ms", "resume_ms", "total_ms"}) {
+    ASSERT_TRUE(run.contains(key) && run[key].is_number()) << key << ": " << run.dump();
+    EXPECT_GE(run[key].get<double>(), 0.0) << key;
+  }
+  // A hang is detected from the frozen rank's last heartbeat: the silence is part of it.
+  EXPECT_GE(run.value("detect_ms", 0.0), 3000.0) << run.dump();
+  EXPECT_GE(run.value("total_ms", 0.0), run.value("detect_ms", 0.0)) << run.dump();
+  EXPECT_EQ(BenchDirs(), before) << "the temporary directory was left behind";
+}
+
 TEST(BenchRecoverTest, BadInputIsRefusedNamingTheFlag) {
   struct Case {
     std::vector<std::string> args;
@@ -107,6 +145,10 @@ TEST(BenchRecoverTest, BadInputIsRefusedNamingTheFlag) {
       {{"--steps", "40", "--kill-at-step", "40"}, "--kill-at-step 40: expected 1 to 39"},
       {{"--repeat", "0"}, "--repeat 0"},
       {{"--nproc-per-host", "0"}, "--nproc-per-host 0"},
+      {{"--fault", "freeze"}, "--fault freeze: expected kill"},
+      {{"--fault", "hang", "--heartbeat-timeout", "0"}, "--heartbeat-timeout 0: expected"},
+      {{"--heartbeat-timeout", "soon"}, "--heartbeat-timeout soon: expected a duration"},
+      {{"--nodes", "3"}, "--nodes 3: expected 1 to 2"},
   };
   for (const Case& c : cases) {
     Ran r = Bench(c.args);
@@ -114,6 +156,13 @@ TEST(BenchRecoverTest, BadInputIsRefusedNamingTheFlag) {
     EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
   }
+  // A virtual cluster that is not up: nothing is brought up, and the error says how.
+  Ran down = Bench({"--hosts", "vcluster:zqbrx"});
+  EXPECT_EQ(down.exit_code, 1) << down.Dump();
+  EXPECT_NE(down.err.find("--hosts vcluster:zqbrx"), std::string::npos) << down.err;
+  EXPECT_NE(down.err.find("railyard vcluster up --hosts 4 --leaves 2"), std::string::npos)
+      << down.err;
+  EXPECT_TRUE(down.out.empty()) << down.out;
   Ran r = Bench({"--train-binary", "/nonexistent/railyard_train_example"});
   EXPECT_EQ(r.exit_code, 2) << r.Dump();
   EXPECT_NE(r.err.find("--train-binary /nonexistent/railyard_train_example"), std::string::npos)
@@ -125,6 +174,8 @@ TEST(BenchRecoverTest, HelpHasExamples) {
   EXPECT_EQ(r.exit_code, 0) << r.Dump();
   EXPECT_NE(r.out.find("railyard bench recover --repeat 5"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--kill-rank"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("railyard bench recover --fault hang"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("railyard bench recover --hosts vcluster"), std::string::npos) << r.out;
 }
 
 }  // namespace
