@@ -612,8 +612,9 @@ constexpr const char* kRunFooter =
     "or a host whose agent is gone stops the whole gang; the failed host is replaced by a\n"
     "spare when one is left, and the job restarts from its newest checkpoint that verifies,\n"
     "at most --max-restarts times. Stragglers are reported, not stopped.\n"
-    "Exit codes: 0 succeeded, 2 bad input, 3 failed (restarts spent), 4 a host was lost and\n"
-    "no spare is left, 5 preflight left too few hosts, 6 --time-limit, 130 interrupted.\n"
+    "Exit codes: 0 succeeded, 1 the agents never came up, 2 bad input, 3 failed (restarts\n"
+    "spent), 4 a host was lost and no spare is left, 5 preflight left too few hosts,\n"
+    "6 --time-limit, 128+N signal N (130 SIGINT, 143 SIGTERM): every rank stopped.\n"
     "--hosts: local:N (N pretend hosts on this machine), vcluster[:PREFIX], a host file\n"
     "(@FILE), a Slurm hostlist (node[01-16]) or a topology file.\n"
     "Examples:\n"
@@ -655,7 +656,7 @@ void RegisterRunCommand(CLI::App& app, Action* action) {
                   "a rank slower than this times the median step is reported (default 2)");
   run->add_option("--preflight", f->preflight,
                   "validation plan before the start: quick (default), full, a plan file, or none "
-                  "(default for local:N); failing hosts are excluded");
+                  "(default for local:N and --k8s); failing hosts are excluded");
   run->add_option("--agents", f->agents,
                   "vcluster, ssh, srun, kubectl, external, local (default from --hosts)");
   run->add_option("--agent-command", f->agent_command,
