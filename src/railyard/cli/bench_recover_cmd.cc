@@ -26,9 +26,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
-#include <nlohmann/json.hpp>
 
 #include "railyard/base/clock.h"
 #include "railyard/base/files.h"
@@ -450,6 +450,15 @@ Result<int> ResolveBenchHosts(const BenchRecoverFlags& f, Setup* setup) {
     return FailedPrecondition(
         "--hosts {}: the virtual cluster has no shared directory for the data and checkpoints "
         "every host must read; bring it up again with `railyard vcluster up`",
+        f.hosts);
+  }
+  if (list->vcluster->control_address.empty()) {
+    // `railyard run` would refuse every run: its store must listen where the hosts reach it.
+    return FailedPrecondition(
+        "--hosts {}: the virtual cluster records no control address (in netns mode only one "
+        "cluster at a time holds it: is another one up? `railyard vcluster status`), so "
+        "`railyard run` has nowhere its hosts reach; bring this one up again once the other "
+        "is down, or with --mode loopback",
         f.hosts);
   }
   setup->parent_dir = list->vcluster->shared_dir;
