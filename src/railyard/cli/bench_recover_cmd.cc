@@ -188,20 +188,8 @@ std::string Tail(const std::string& s, size_t n) {
   return s.size() <= n ? s : "..." + s.substr(s.size() - n);
 }
 
-// How long the hung rank had been silent when the launcher found it: its failure message
-// says "no heartbeat for 3.1 s" (or "... 800.0 ms"), to a tenth of its unit; 0 when it does not.
-double SilenceMs(const std::string& cause) {
-  constexpr std::string_view kMark = "no heartbeat for ";
-  const size_t at = cause.find(kMark);
-  if (at == std::string::npos) return 0;
-  double value = 0;
-  char unit[3] = {};
-  if (std::sscanf(cause.c_str() + at + kMark.size(), "%lf %2[ms]", &value, unit) != 2) return 0;
-  return std::string_view(unit) == "s" ? value * 1e3 : std::string_view(unit) == "ms" ? value : 0;
-}
-
 // The run's failure, restart and recovered events.
-Result<RecoveredRun> ParseRun(const base::ExitInfo& done, bool hang) {
+Result<RecoveredRun> ParseRun(const base::ExitInfo& done) {
   RecoveredRun r;
   int failures = 0, recoveries = 0;
   for (std::string_view line : base::SplitLines(done.stdout_text)) {
@@ -229,18 +217,6 @@ Result<RecoveredRun> ParseRun(const base::ExitInfo& done, bool hang) {
   if (recoveries == 0) {
     return Internal("`railyard run` reported no recovery ({}); its output ends: {}",
                     done.Describe(), Tail(done.stdout_text + done.stderr_text, 600));
-  }
-  // The launcher dates a hang at the observation that found it (failed_at_ = the last
-  // heartbeat + the silence then), so its detect_ms covers only observation -> decision. A
-  // hang's detection is measured from the frozen rank's last heartbeat: the silence its
-  // failure names (to 0.1 s) is added, to the total too, unless the launcher's figure
-  // already holds it (a launcher that dates a hang at the last heartbeat).
-  if (hang) {
-    const double silence = SilenceMs(r.cause);
-    if (r.detect_ms < silence) {
-      r.detect_ms += silence;
-      r.total_ms += silence;
-    }
   }
   r.correct = done.Succeeded() && failures == 1 && recoveries == 1;
   if (!r.correct) {
@@ -307,7 +283,7 @@ Outcome RunBenchRecover(const BenchRecoverFlags& f, const Setup& setup, const st
     double wall_s = 0;
     auto done = RunJob(RunArgv(f, setup, train, dir, name, true), dir, &wall_s);
     if (!done.ok()) return stopped(done.status());
-    auto parsed = ParseRun(*done, hang);
+    auto parsed = ParseRun(*done);
     if (!parsed.ok()) return parsed.status().WithContext(fmt::format("run {}", i + 1));
     RecoveredRun r = *parsed;
     r.run_s = wall_s;

@@ -428,6 +428,15 @@ AttemptEnd Launcher::Watch() {
         continue;
       }
     }
+    // A frozen rank explains its waiting peers' hangs, but their silence can pass the timeout
+    // one status read before its own does: wait for its own, which comes within that spread.
+    if (cause != nullptr && !frozen.empty()) {
+      const auto* hung = std::get_if<RankHung>(cause);
+      if (hung != nullptr && frozen.count(hung->rank) == 0) {
+        Pause();
+        continue;
+      }
+    }
     if (cause != nullptr) {
       AttemptEnd end{.kind = AttemptEnd::Kind::kFailed, .events = events, .detected = Clock::now()};
       frozen_ = frozen;
@@ -633,7 +642,8 @@ Result<LaunchOutcome> Launcher::Run() {
     const SupervisorEvent* cause = Cause(end.events, frozen_);
     failed_at_ = [&] {
       if (const auto* e = std::get_if<RankExited>(cause)) return e->exit.at;
-      if (const auto* e = std::get_if<RankHung>(cause)) return e->since + e->silent_for;
+      // A hung rank failed when it fell silent: detection includes the heartbeat timeout.
+      if (const auto* e = std::get_if<RankHung>(cause)) return e->since;
       if (const auto* e = std::get_if<HostLost>(cause)) return e->at;
       return end.detected;
     }();
