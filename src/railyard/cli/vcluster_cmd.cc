@@ -85,6 +85,9 @@ void PrintTree(const ClusterState& s) {
   }
   fmt::print("control address: {}\n", s.control_address.empty() ? "none" : s.control_address);
   fmt::print("shared dir: {}\n", s.shared_dir.empty() ? "none" : s.shared_dir);
+  if (!s.slurm_conf.empty()) {
+    fmt::print("slurm: SLURM_CONF={} (docs/slurm.md)\n", s.slurm_conf);
+  }
 }
 
 nlohmann::json StateJson(const ClusterState& s) {
@@ -123,6 +126,7 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
       "  railyard vcluster fault hide-provider node3 tcp\n"
       "  railyard vcluster restore                               # undo all but cuts\n"
       "  railyard vcluster down\n"
+      "  railyard vcluster up --slurm   # and a Slurm cluster on the hosts (docs/slurm.md)\n"
       "Docs: docs/vcluster.md\n");
 
   // up
@@ -135,6 +139,8 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
       std::string spine_rate = "500Mbit";
       std::string mode = "auto";
       std::string topology_out;
+      bool slurm = false;
+      bool slurm_fail_for_test = false;
       int fail_at_for_test = 0;
     };
     auto f = std::make_shared<Flags>();
@@ -156,8 +162,15 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
         ->capture_default_str();
     up->add_option("--topology-out", f->topology_out,
                    "also write the topology YAML here (it is always written to the state dir)");
+    up->add_flag("--slurm", f->slurm,
+                 "also run a Slurm cluster on the hosts: munged, slurmctld on the control "
+                 "address, one slurmd per host (needs root, munge and slurm-wlm; "
+                 "docs/slurm.md)");
     up->add_option("--fail-at-for-test", f->fail_at_for_test,
                    "test hook: fail the Nth ip/tc command (0: none)")
+        ->group("");
+    up->add_flag("--slurm-fail-for-test", f->slurm_fail_for_test,
+                 "test hook: fail once the Slurm daemons run")
         ->group("");
     up->footer(
         "Example:\n  railyard vcluster up --hosts 8 --leaves 2 --leaf-rate 10Gbit --spine-rate "
@@ -194,7 +207,9 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
           spec.mode = f->mode == "netns" ? Mode::kNetns : Mode::kLoopback;
         }
         VirtualCluster vcl(runner, f->common.state_dir);
-        auto state = vcl.Up(spec, [](std::string_view step) { fmt::print("  {}\n", step); });
+        auto state = vcl.Up(
+            spec, [](std::string_view step) { fmt::print("  {}\n", step); },
+            UpOptions{.slurm = f->slurm, .slurm_fail_for_test = f->slurm_fail_for_test});
         if (!state.ok()) return state.status();
         if (!f->topology_out.empty()) {
           auto text = base::ReadFile(state->topology_file);
@@ -329,6 +344,7 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
                           f->common.prefix, names);
         }
         HostExecution hx = ExecutionFor(*state, *host);
+        if (!state->slurm_conf.empty()) hx.env.emplace_back("SLURM_CONF", state->slurm_conf);
         base::SpawnOptions so{.argv = f->command,
                               .env = hx.env,
                               .netns_path = hx.netns_path,

@@ -56,6 +56,7 @@ std::string StateToJson(const ClusterState& s) {
     j["scratch_faults"][host] = std::string(ScratchFaultName(f));
   }
   j["hidden_providers"] = s.hidden_providers;
+  if (!s.slurm_conf.empty()) j["slurm_conf"] = s.slurm_conf;
   return j.dump(2) + "\n";
 }
 
@@ -165,6 +166,7 @@ Result<ClusterState> StateFromJson(std::string_view text, std::string_view sourc
   RY_ASSIGN_OR_RETURN(s.topology_file, f.String("topology_file", /*required=*/false));
   RY_ASSIGN_OR_RETURN(s.control_address, f.String("control_address", /*required=*/false));
   RY_ASSIGN_OR_RETURN(s.shared_dir, f.String("shared_dir", /*required=*/false));
+  RY_ASSIGN_OR_RETURN(s.slurm_conf, f.String("slurm_conf", /*required=*/false));
   RY_RETURN_IF_ERROR(ReadRates(f, source, "uplink_rates", "leaf", s.uplink_rates));
   RY_ASSIGN_OR_RETURN(const json* scratch,
                       f.Optional("scratch_faults", "an object of host: \"readonly\" or \"full\"",

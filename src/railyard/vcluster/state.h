@@ -13,7 +13,8 @@
 //    "topology_file": "/run/railyard/vcluster-ry-topology.yaml",
 //    "control_address": "198.18.255.254", "shared_dir": "/run/railyard/ry-shared",
 //    "uplink_rates": {"leaf0": 40000000}, "scratch_faults": {"node3": "readonly"},
-//    "hidden_providers": {"node3": ["tcp"]}}
+//    "hidden_providers": {"node3": ["tcp"]},
+//    "slurm_conf": "/run/railyard/ry-slurm/slurm.conf"}
 //
 // Thread-safety: values.
 #pragma once
@@ -53,6 +54,8 @@ struct ClusterState {
   std::map<std::string, uint64_t> uplink_rates;        // degraded leaf uplinks (bits/s), by leaf
   std::map<std::string, ScratchFault> scratch_faults;  // by host
   std::map<std::string, std::set<std::string>> hidden_providers;  // by host
+  // The generated slurm.conf when the cluster runs Slurm (`up --slurm`, see slurm.h); else empty.
+  std::string slurm_conf;
 
   const ClusterSpec& spec() const { return plan.spec; }
   // The rate currently applied to a host's link (0 = unshaped).

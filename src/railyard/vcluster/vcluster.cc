@@ -14,6 +14,7 @@
 
 #include "railyard/base/files.h"
 #include "railyard/base/units.h"
+#include "railyard/vcluster/slurm.h"
 #include "railyard/vcluster/topology_file.h"
 
 namespace railyard::vcluster {
@@ -402,8 +403,10 @@ Status VirtualCluster::Save(const ClusterState& state) {
   return base::WriteFileAtomic(StateFilePath(state_dir_, state.spec().prefix), StateToJson(state));
 }
 
-Result<ClusterState> VirtualCluster::Up(const ClusterSpec& spec, const ProgressFn& progress) {
+Result<ClusterState> VirtualCluster::Up(const ClusterSpec& spec, const ProgressFn& progress,
+                                        const UpOptions& options) {
   RY_RETURN_IF_ERROR(ValidateSpec(spec));
+  if (options.slurm) RY_RETURN_IF_ERROR(CheckSlurmSpec(spec));
   RY_RETURN_IF_ERROR(base::MakeDirs(state_dir_));
   RY_ASSIGN_OR_RETURN(
       base::FileLock lock,
@@ -442,25 +445,27 @@ Result<ClusterState> VirtualCluster::Up(const ClusterSpec& spec, const ProgressF
   state.shared_dir = SharedDirPath(state_dir_, spec.prefix);
   if (spec.mode == Mode::kLoopback) state.control_address = kLoopbackControlAddress;
   RY_RETURN_IF_ERROR(MakeSharedDir(state));
+  Status built;
   if (spec.mode == Mode::kNetns) {
-    Status built = BuildNetns(state, progress);
+    built = BuildNetns(state, progress);
     if (built.ok()) built = AddControlAddress(state, progress);
-    if (!built.ok()) {
-      if (progress) progress("failed; removing what was created");
-      auto removed = DownLocked(spec.prefix, {});
-      std::string cleanup = removed.ok() ? "everything it created was removed"
-                                         : "cleanup also failed: " + removed.status().message();
-      return Status(built.code(),
-                    fmt::format("vcluster up failed ({}): {}", cleanup, built.message()));
-    }
   }
-  Result<std::string> topology = TopologyYaml(state);
-  Status saved =
-      topology.ok() ? base::WriteFileAtomic(state.topology_file, *topology) : topology.status();
-  if (saved.ok()) saved = Save(state);
-  if (!saved.ok()) {
-    DownLocked(spec.prefix, {}).status().IgnoreError();
-    return saved.WithContext("vcluster up");
+  if (built.ok()) {
+    Result<std::string> topology = TopologyYaml(state);
+    built =
+        topology.ok() ? base::WriteFileAtomic(state.topology_file, *topology) : topology.status();
+  }
+  if (built.ok() && options.slurm) {
+    built = StartSlurm(state_dir_, state, progress, options.slurm_fail_for_test);
+  }
+  if (built.ok()) built = Save(state);
+  if (!built.ok()) {
+    if (progress) progress("failed; removing what was created");
+    auto removed = DownLocked(spec.prefix, {});
+    std::string cleanup = removed.ok() ? "everything it created was removed"
+                                       : "cleanup also failed: " + removed.status().message();
+    return Status(built.code(),
+                  fmt::format("vcluster up failed ({}): {}", cleanup, built.message()));
   }
   return state;
 }
@@ -483,6 +488,8 @@ Result<DownReport> VirtualCluster::DownLocked(std::string_view prefix, const Pro
     auto st = Load(prefix);
     if (st.ok() && st->spec().mode == Mode::kLoopback) netns_mode = false;
   }
+  // Before the namespaces go: StopSlurm finds job steps by the namespace they run in.
+  RY_RETURN_IF_ERROR(StopSlurm(state_dir_, prefix, progress).WithContext("vcluster down"));
   if (netns_mode) {
     RY_ASSIGN_OR_RETURN(OwnedObjects owned, ListOwned(prefix));
     // Host ports first: deleting one end of a veth removes the eth0 inside the namespace at

@@ -45,6 +45,12 @@ struct DownReport {
   bool had_state = false;            // a state file existed
 };
 
+// What `Up` adds to the network.
+struct UpOptions {
+  bool slurm = false;                // a Slurm cluster on the hosts (slurm.h); netns mode only
+  bool slurm_fail_for_test = false;  // fail once the Slurm daemons run (tests the cleanup)
+};
+
 struct OwnedObjects {
   std::vector<std::string> netns;
   std::vector<std::string> links;
@@ -58,9 +64,12 @@ class VirtualCluster {
   // Builds the cluster described by `spec` (mode already decided) and writes the state and
   // topology files. ALREADY_EXISTS when a cluster with this prefix is up;
   // FAILED_PRECONDITION when leftovers with the prefix exist without a state file.
-  Result<ClusterState> Up(const ClusterSpec& spec, const ProgressFn& progress = {});
+  Result<ClusterState> Up(const ClusterSpec& spec, const ProgressFn& progress = {},
+                          const UpOptions& options = {});
 
-  // Removes every namespace and link named "<prefix>-..." and the state files. OK when
+  // Removes every namespace and link named "<prefix>-..." and the state files, after stopping
+  // the Slurm daemons of the prefix and every process in its namespaces when it ran Slurm
+  // (StopSlurm). OK when
   // nothing was there. INTERNAL naming what could not be removed.
   Result<DownReport> Down(std::string_view prefix, const ProgressFn& progress = {});
 
