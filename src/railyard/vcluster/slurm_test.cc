@@ -2,20 +2,12 @@
 
 #include <gtest/gtest.h>
 
-#include <sstream>
-
 #include "railyard/base/files.h"
+#include "railyard/base/strings.h"
 #include "railyard/base/temp_dir_testing.h"
 
 namespace railyard::vcluster {
 namespace {
-
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 ClusterPlan Plan(int hosts, int leaves) {
   ClusterSpec spec;
@@ -94,8 +86,9 @@ TEST(SlurmConfTest, EveryLine) {
       "NodeName=node3 NodeAddr=198.18.1.4 CPUs=2 RealMemory=2000 State=UNKNOWN",
       "PartitionName=all Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
   };
-  std::vector<std::string> got = Lines(SlurmConfText(l, o));
-  ASSERT_EQ(got.size(), want.size()) << SlurmConfText(l, o);
+  const std::string text = SlurmConfText(l, o);
+  std::vector<std::string_view> got = base::SplitLines(text);
+  ASSERT_EQ(got.size(), want.size()) << text;
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << "line " << i + 1;
 }
 
