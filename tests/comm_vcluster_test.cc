@@ -107,16 +107,26 @@ TEST_F(CommVclusterTest, CutLinkIsNamedByEverySurvivor) {
   }
 }
 
-// `railyard demo` end to end: validation finds the host the demo degraded without naming it
-// (and only it), the placement goes around it, the allreduce step is correct and reports busbw
-// next to the link that limits it, and the demo removes its cluster.
+// `railyard demo` end to end, on 4 hosts: validation finds the host the demo degraded without
+// naming it (and only it), the allreduce step is correct and reports busbw next to the link
+// that limits it, the training under `railyard run` is placed around the excluded host, the
+// killed rank is named and its job recovers on the spare to the uninterrupted run's weights,
+// and the demo removes its cluster.
 TEST(DemoTest, ValidationFindsTheDegradedHostAndAllreduceReportsBusbw) {
   std::string reason = NetnsUnavailableReason();
   if (!reason.empty()) GTEST_SKIP() << reason;
-  auto r = RunRailyard({"demo", "--prefix", "rdt"}, {}, seconds(300));
+  auto r = RunRailyard({"demo", "--prefix", "rdt", "--hosts", "4"}, {}, seconds(300));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("validation excluded: node1\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("excluded node1; placed 2 nodes"), std::string::npos) << r.out;
+  size_t placed = r.out.find("  placement: attempt 0: 4 ranks on ");
+  ASSERT_NE(placed, std::string::npos) << r.out;
+  EXPECT_EQ(r.out.substr(placed, r.out.find('\n', placed) - placed).find("node1"),
+            std::string::npos)
+      << "the job was placed on the excluded host: " << r.out;
+  EXPECT_NE(r.out.find("  named: rank 3 on "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("killed by SIGKILL"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  weights: byte-identical to the uninterrupted run's"), std::string::npos)
+      << r.out;
   size_t step = r.out.find("[5/7] allreduce across the 4 hosts");
   ASSERT_NE(step, std::string::npos) << r.out;
   std::string rest = r.out.substr(step);

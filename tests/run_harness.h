@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -40,6 +41,15 @@ inline std::vector<pid_t> ProcessesWith(const std::string& needle, bool in_cmdli
   }
   ::closedir(proc);
   return found;
+}
+
+// The parent of `pid`; 0 when it is gone.
+inline pid_t ParentOf(pid_t pid) {
+  auto stat = base::ReadFile(fmt::format("/proc/{}/stat", pid));
+  if (!stat.ok() || stat->rfind(')') == std::string::npos) return 0;
+  int ppid = 0;
+  std::sscanf(stat->c_str() + stat->rfind(')') + 2, "%*c %d", &ppid);
+  return static_cast<pid_t>(ppid);
 }
 
 // Whether `pid` still exists and is not a zombie.

@@ -26,6 +26,7 @@ namespace {
 
 using testing::Alive;
 using testing::Live;
+using testing::ParentOf;
 using testing::ParseEvents;
 using testing::ProcessesWith;
 using testing::StartAndWaitFor;
@@ -180,10 +181,10 @@ TEST_F(RunTest, LostHostIsReplacedByTheSpare) {
       RunArgs("local:3", 1, 1, dir_.path() + "/ckpt", out, {"--steps", "2000"}), "ranks_running");
   ASSERT_TRUE(live);
   // local1's agent dies with its ranks (they die with their parent): the host is gone.
+  // Only this run's agent (a child of its launcher): other tests run local1 agents too.
   std::vector<pid_t> agent;
   for (pid_t pid : ProcessesWith("\nagent\n", true, "\nlocal1\n")) {
-    auto cmd = base::ReadFile(fmt::format("/proc/{}/cmdline", pid));
-    if (cmd.ok()) agent.push_back(pid);
+    if (ParentOf(pid) == live->child.pid()) agent.push_back(pid);
   }
   ASSERT_FALSE(agent.empty());
   for (pid_t pid : agent) ::kill(pid, SIGKILL);
@@ -227,11 +228,7 @@ TEST_F(RunTest, SignalToTheLauncherStopsEveryRankAndAgent) {
   // The launcher's children are its host agents.
   std::vector<pid_t> agents;
   for (pid_t pid : ProcessesWith("\nagent\n", true)) {
-    auto stat = base::ReadFile(fmt::format("/proc/{}/stat", pid));
-    if (!stat.ok()) continue;
-    int ppid = 0;
-    std::sscanf(stat->c_str() + stat->rfind(')') + 2, "%*c %d", &ppid);
-    if (ppid == live->child.pid()) agents.push_back(pid);
+    if (ParentOf(pid) == live->child.pid()) agents.push_back(pid);
   }
   EXPECT_EQ(agents.size(), 2u);
   // Every rank is its own process group (its pid); none may be left after the signal.
@@ -269,6 +266,10 @@ TEST_F(RunTest, BadInputIsRefusedBeforeAnythingStarts) {
   EXPECT_EQ(too_many.exit_code, 2);
   EXPECT_NE(too_many.stderr_text.find("--nproc-per-host 100000"), std::string::npos)
       << too_many.stderr_text;
+  auto both = run({"--hosts", "local:2", "--vcluster", "--", "true"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.stderr_text.find("give one of --vcluster, --hosts"), std::string::npos)
+      << both.stderr_text;
   auto no_command = run({"--hosts", "local:2"});
   EXPECT_EQ(no_command.exit_code, 2);
   EXPECT_NE(no_command.stderr_text.find("put it after --"), std::string::npos);

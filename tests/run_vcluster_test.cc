@@ -126,11 +126,11 @@ TEST_F(RunVclusterTest, CutHostIsLostAndItsRanksMoveToTheSpare) {
 
 TEST_F(RunVclusterTest, RanksAreToldTheInterfaceTheirHostIsReachedAt) {
   const std::string logs = dir_.Sub("logs");
-  auto r = Railyard({"run", "--hosts", std::string("vcluster:") + kPrefix, "--nodes", "2",
-                     "--preflight", "none", "--heartbeat-timeout", "0", "--log-dir", logs,
-                     "--events", "-", "--", "sh", "-c",
-                     "echo \"IF=$NCCL_SOCKET_IFNAME ADDR=$RAILYARD_VHOST_ADDR\"; ip -4 -o addr "
-                     "show dev \"${NCCL_SOCKET_IFNAME#=}\""});
+  auto r =
+      Railyard({"run", "--vcluster", kPrefix, "--nodes", "2", "--preflight", "none",
+                "--heartbeat-timeout", "0", "--log-dir", logs, "--events", "-", "--", "sh", "-c",
+                "echo \"IF=$NCCL_SOCKET_IFNAME ADDR=$RAILYARD_VHOST_ADDR\"; ip -4 -o addr "
+                "show dev \"${NCCL_SOCKET_IFNAME#=}\""});
   ASSERT_EQ(r.exit_code, 0) << r.stdout_text << r.stderr_text;
   for (int rank = 0; rank < 2; ++rank) {
     auto log = base::ReadFile(fmt::format("{}/rank-{}.log", logs, rank));

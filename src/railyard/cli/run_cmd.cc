@@ -54,6 +54,8 @@ constexpr int kUsage = 2;  // as main() gives for bad input
 struct RunFlags {
   CLI::App* app = nullptr;
   std::string hosts;
+  std::string vcluster;  // --vcluster [PREFIX]: the same as --hosts vcluster[:PREFIX]
+  CLI::Option* vcluster_option = nullptr;
   bool slurm = false;
   bool k8s = false;
   int nproc_per_host = 1;
@@ -227,7 +229,14 @@ Result<std::map<std::string, std::string>> Preflight(const std::string& plan_nam
   return bad;
 }
 
-int RunJob(const RunFlags& f) {
+int RunJob(const RunFlags& given) {
+  RunFlags f = given;
+  if (f.vcluster_option != nullptr && f.vcluster_option->count() > 0) {
+    if (!f.hosts.empty() || f.slurm || f.k8s) {
+      return Bad(InvalidArgument("give one of --vcluster, --hosts, --slurm and --k8s"));
+    }
+    f.hosts = f.vcluster.empty() ? "vcluster" : "vcluster:" + f.vcluster;
+  }
   if (!f.app->remaining().empty() && f.command.empty()) {
     return Bad(InvalidArgument("run: unknown argument '{}' (the command goes after --)",
                                f.app->remaining()[0]));
@@ -619,7 +628,7 @@ constexpr const char* kRunFooter =
     "(@FILE), a Slurm hostlist (node[01-16]) or a topology file.\n"
     "Examples:\n"
     "  railyard run --hosts local:2 --nproc-per-host 2 -- ./train --steps 100\n"
-    "  railyard run --hosts vcluster --nodes 6 --spares 1 --nproc-per-host 2 \\\n"
+    "  railyard run --vcluster --nodes 6 --spares 1 --nproc-per-host 2 \\\n"
     "      --ckpt-dir /shared/ckpt --max-restarts 3 --heartbeat-timeout 30s -- ./train\n"
     "  railyard run --hosts @hosts.txt --agents ssh --dry-run --nproc-per-host 8 -- python3 t.py\n"
     "  # inside an allocation: one agent per node through srun\n"
@@ -635,6 +644,10 @@ void RegisterRunCommand(CLI::App& app, Action* action) {
   f->app = run;
   run->add_option("--hosts", f->hosts,
                   "local:N, vcluster[:PREFIX], @FILE, node[01-16] or a topology file");
+  f->vcluster_option =
+      run->add_option("--vcluster", f->vcluster,
+                      "the virtual cluster that is up (its prefix, default ry): --hosts vcluster")
+          ->expected(0, 1);
   run->add_flag("--slurm", f->slurm, "hosts from SLURM_JOB_NODELIST; agents through srun");
   run->add_flag(
       "--k8s", f->k8s,

@@ -344,7 +344,6 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
                           f->common.prefix, names);
         }
         HostExecution hx = ExecutionFor(*state, *host);
-        if (!state->slurm_conf.empty()) hx.env.emplace_back("SLURM_CONF", state->slurm_conf);
         base::SpawnOptions so{.argv = f->command,
                               .env = hx.env,
                               .netns_path = hx.netns_path,

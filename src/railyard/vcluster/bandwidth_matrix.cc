@@ -23,6 +23,8 @@ HostExecution ExecutionFor(const ClusterState& state, const HostPlan& host) {
   if (!state.control_address.empty()) {
     e.env.emplace_back("RAILYARD_VCLUSTER_CONTROL_ADDR", state.control_address);
   }
+  // Slurm commands on a host (srun, sbatch, a launcher's agents) find the cluster's Slurm.
+  if (!state.slurm_conf.empty()) e.env.emplace_back("SLURM_CONF", state.slurm_conf);
   // libfabric's own exclusion syntax (fabric(7)): a list that starts with '^' is negated.
   auto hidden = state.hidden_providers.find(host.name);
   if (hidden != state.hidden_providers.end() && !hidden->second.empty()) {
