@@ -107,11 +107,26 @@ class ValidateVclusterTest : public ::testing::Test {
   }
 
   // Hosts other than `except` whose overall verdict is WARN, FAIL or UNKNOWN.
+  // Hosts other than `except` that did not pass. A WARN from storage.throughput alone does not
+  // count: every virtual host reads and writes the same disk of one machine, measured while
+  // the rest of the suite loads it, so one host's share can dip below the warn limit (70% of
+  // the median) without a fault; a FAIL, an UNKNOWN and every other WARN still count, and the
+  // storage faults have cases of their own.
   static std::set<std::string> FlaggedHostsBut(const json& report, std::set<std::string> except) {
     std::set<std::string> out;
     for (const json& h : report["hosts"]) {
       std::string name = h["name"];
       std::string verdict = h["overall"]["verdict"];
+      if (verdict == "WARN") {
+        bool only_storage = true;
+        for (const json& c : h["checks"]) {
+          std::string v = c.value("verdict", "");
+          if (v == "WARN" || v == "FAIL" || v == "UNKNOWN") {
+            only_storage = only_storage && c.value("id", "") == "storage.throughput";
+          }
+        }
+        if (only_storage) continue;
+      }
       if (!except.contains(name) && verdict != "PASS" && verdict != "SKIPPED") {
         out.insert(name + " " + verdict + ": " + h["overall"]["reason"].get<std::string>());
       }
