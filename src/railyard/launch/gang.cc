@@ -16,10 +16,7 @@
 #include "railyard/vcluster/bandwidth_matrix.h"
 
 namespace railyard::launch {
-namespace {
 
-// A free TCP port on `ip` other than `except` (bound and released; the rank rebinds it
-// right away).
 Result<int> FreePort(const std::string& ip, int except) {
   for (int attempt = 0; attempt < 8; ++attempt) {
     base::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -38,6 +35,8 @@ Result<int> FreePort(const std::string& ip, int except) {
   }
   return Unavailable("finding a free port on {}: the kernel kept offering {}", ip, except);
 }
+
+namespace {
 
 // Whether `pid` is stopped (SIGSTOP, a debugger): then it cannot act on SIGTERM, and waiting
 // for it to do so only delays the SIGKILL that will end it.

@@ -102,6 +102,10 @@ struct GangSpec {
   std::string log_dir;
 };
 
+// A free TCP port on IPv4 address `ip` other than `except` (bound and released: the rank
+// that serves on it binds it right away).
+Result<int> FreePort(const std::string& ip, int except = 0);
+
 // <log_dir>/rank-<rank>.log: where GangSpec::log_dir puts a rank's output.
 std::string RankLogPath(const std::string& log_dir, int rank);
 

@@ -1,10 +1,7 @@
 #include "railyard/launch/launcher.h"
 
-#include <arpa/inet.h>
 #include <fmt/format.h>
-#include <netinet/in.h>
 #include <poll.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <charconv>
@@ -16,6 +13,7 @@
 #include "railyard/base/files.h"
 #include "railyard/base/hmac.h"
 #include "railyard/base/units.h"
+#include "railyard/launch/gang.h"
 #include "railyard/storage/checkpoint_reader.h"
 #include "railyard/validate/agent_starter.h"
 
@@ -28,20 +26,6 @@ using std::chrono::milliseconds;
 
 double MsBetween(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
-}
-
-// A free TCP port on the loopback address (bound and released; rank 0 binds it right away).
-Result<int> FreeLoopbackPort() {
-  base::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    return ErrnoStatus(errno, "finding a free port on 127.0.0.1");
-  }
-  socklen_t len = sizeof a;
-  ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len);
-  return static_cast<int>(ntohs(a.sin_port));
 }
 
 // What the launcher knows of one agent.
@@ -253,10 +237,8 @@ Result<AttemptPlan> Launcher::MakePlan() {
   p.world_size = s_.nproc_per_host * static_cast<int>(hosts_.size());
   p.store_host = agents_[hosts_[0]].address;
   if (s_.rank_port == 0) {
-    RY_ASSIGN_OR_RETURN(p.store_port, FreeLoopbackPort());
-    do {
-      RY_ASSIGN_OR_RETURN(p.master_port, FreeLoopbackPort());
-    } while (p.master_port == p.store_port);
+    RY_ASSIGN_OR_RETURN(p.store_port, FreePort("127.0.0.1"));
+    RY_ASSIGN_OR_RETURN(p.master_port, FreePort("127.0.0.1", p.store_port));
   } else {
     p.store_port = s_.rank_port + 2 * attempt_;
     p.master_port = p.store_port + 1;
