@@ -5,6 +5,7 @@
 // No figure is asserted beyond what the command itself reports: they depend on the machine's
 // load.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -28,10 +29,14 @@ struct Ran {
   std::string Dump() const { return out + err; }
 };
 
-Ran Bench(const std::vector<std::string>& args) {
+// `tmpdir`, when given, becomes the command's TMPDIR: where bench recover makes its temporary
+// directory, private to one test so that a parallel test's directory is never counted.
+Ran Bench(const std::vector<std::string>& args, const std::string& tmpdir = "") {
   std::vector<std::string> argv = {kRailyard, "bench", "recover"};
   argv.insert(argv.end(), args.begin(), args.end());
-  auto r = base::RunCommand({.argv = argv}, base::Deadline::After(240s));
+  base::SpawnOptions cmd{.argv = argv};
+  if (!tmpdir.empty()) cmd.env.emplace_back("TMPDIR", tmpdir);
+  auto r = base::RunCommand(cmd, base::Deadline::After(240s));
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   if (!r.ok()) return {};
   return {.exit_code = r->signal ? 128 + r->signal : r->exit_code,
@@ -39,23 +44,39 @@ Ran Bench(const std::vector<std::string>& args) {
           .err = r->stderr_text};
 }
 
-// The temporary directories bench recover makes, to see that none is left behind.
-std::vector<std::string> BenchDirs() {
-  std::vector<std::string> found;
-  std::error_code ec;
-  for (const auto& e :
-       std::filesystem::directory_iterator(std::filesystem::temp_directory_path(), ec)) {
-    if (e.path().filename().string().starts_with("railyard-bench-recover-")) {
+// A directory of this test's own for bench recover's TMPDIR, removed at the end.
+class PrivateTmp {
+ public:
+  PrivateTmp() {
+    std::string tmpl =
+        std::filesystem::temp_directory_path().string() + "/bench-recover-test-XXXXXX";
+    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+  }
+  ~PrivateTmp() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+  // What bench recover left in it: nothing, when it cleaned up.
+  std::vector<std::string> Left() const {
+    std::vector<std::string> found;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(path_, ec)) {
       found.push_back(e.path().string());
     }
+    return found;
   }
-  return found;
-}
+
+ private:
+  std::string path_;
+};
 
 TEST(BenchRecoverTest, OneKilledRankRecoversWithIdenticalWeightsAndReportsEveryFigure) {
-  const std::vector<std::string> before = BenchDirs();
+  PrivateTmp tmp;
+  ASSERT_FALSE(tmp.path().empty());
   Ran r = Bench({"--steps", "40", "--kill-at-step", "25", "--repeat", "1", "--json",
-                 "--train-binary", kTrain});
+                 "--train-binary", kTrain},
+                tmp.path());
   auto j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_TRUE(j.is_object()) << r.Dump();
   // Which rank the launcher blames is run_test's subject; here a run that blamed another
@@ -92,13 +113,15 @@ TEST(BenchRecoverTest, OneKilledRankRecoversWithIdenticalWeightsAndReportsEveryF
        {"detect_ms", "stop_ms", "restart_ms", "resume_ms", "total_ms", "lost_steps", "run_s"}) {
     EXPECT_TRUE(j["median"].contains(key)) << key;
   }
-  EXPECT_EQ(BenchDirs(), before) << "the temporary directory was left behind";
+  EXPECT_EQ(tmp.Left(), std::vector<std::string>{}) << "the temporary directory was left behind";
 }
 
 TEST(BenchRecoverTest, FrozenRankIsBlamedAndTheJobRecoversWithIdenticalWeights) {
-  const std::vector<std::string> before = BenchDirs();
+  PrivateTmp tmp;
+  ASSERT_FALSE(tmp.path().empty());
   Ran r = Bench({"--fault", "hang", "--heartbeat-timeout", "3s", "--steps", "40", "--kill-at-step",
-                 "25", "--repeat", "1", "--json", "--train-binary", kTrain});
+                 "25", "--repeat", "1", "--json", "--train-binary", kTrain},
+                tmp.path());
   auto j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_TRUE(j.is_object()) << r.Dump();
   EXPECT_EQ(r.exit_code, 0) << r.Dump();
@@ -128,7 +151,7 @@ TEST(BenchRecoverTest, FrozenRankIsBlamedAndTheJobRecoversWithIdenticalWeights) 
   // A hang is detected from the frozen rank's last heartbeat: the silence is part of it.
   EXPECT_GE(run.value("detect_ms", 0.0), 3000.0) << run.dump();
   EXPECT_GE(run.value("total_ms", 0.0), run.value("detect_ms", 0.0)) << run.dump();
-  EXPECT_EQ(BenchDirs(), before) << "the temporary directory was left behind";
+  EXPECT_EQ(tmp.Left(), std::vector<std::string>{}) << "the temporary directory was left behind";
 }
 
 TEST(BenchRecoverTest, BadInputIsRefusedNamingTheFlag) {
