@@ -372,9 +372,13 @@ int RunJob(const RunFlags& given) {
   const int candidates = static_cast<int>(list->hosts.size());
   int nodes = f.nodes;
   auto place_job = [&]() -> Result<place::Placement> {
+    // A topology (--topology) may name more nodes than the run has (an allocation's share of
+    // the cluster): only the listed hosts are candidates.
+    const std::set<std::string> listed(list->hosts.begin(), list->hosts.end());
     std::vector<bool> unavailable(list->cluster.nodes.size(), false);
     for (size_t i = 0; i < list->cluster.nodes.size(); ++i) {
-      unavailable[i] = excluded.count(list->cluster.nodes[i].name) > 0;
+      const std::string& name = list->cluster.nodes[i].name;
+      unavailable[i] = excluded.count(name) > 0 || listed.count(name) == 0;
     }
     int usable = candidates - static_cast<int>(excluded.size());
     int want = (nodes > 0 ? nodes : usable - f.spares) + f.spares;
@@ -384,7 +388,20 @@ int RunJob(const RunFlags& given) {
           "{} spares",
           usable, candidates, excluded.size(), f.spares);
     }
-    return place::PlaceOnce(list->cluster, {.nodes = want}, unavailable);
+    // The job's hosts first, as compact as the tree allows, then the spares from the rest: one
+    // placement of both would let a spare take a place inside the job's leaf and push a job
+    // host into another leaf.
+    RY_ASSIGN_OR_RETURN(place::Placement job,
+                        place::PlaceOnce(list->cluster, {.nodes = want - f.spares}, unavailable));
+    if (f.spares == 0) return job;
+    for (int n : job.node_indices) unavailable[n] = true;
+    auto spare = place::PlaceOnce(list->cluster, {.nodes = f.spares}, unavailable);
+    if (!spare.ok()) return spare.status().WithContext(fmt::format("placing {} spares", f.spares));
+    job.hosts.insert(job.hosts.end(), spare->hosts.begin(), spare->hosts.end());
+    job.node_indices.insert(job.node_indices.end(), spare->node_indices.begin(),
+                            spare->node_indices.end());
+    job.explanation += fmt::format("; spares: {}", fmt::join(spare->hosts, ","));
+    return job;
   };
   auto placement = place_job();
   if (!placement.ok()) return Bad(placement.status().WithContext("placing the job"));
