@@ -16,6 +16,7 @@
 #include "railyard/validate/node_run.h"
 #include "railyard/validate/plan.h"
 #include "railyard/validate/registry.h"
+#include "railyard/validate/remediation.h"
 
 namespace railyard::cli {
 namespace {
@@ -31,10 +32,17 @@ struct NodeFlags {
   std::string host;
   std::string profile;
   bool json = false;
+  bool slurm_drain = false;
   CLI::App* app = nullptr;  // for the arguments CLI11 left over
 };
 
+// Slurm's name for this node where Slurm gave one (slurmd sets SLURMD_NODENAME for its
+// HealthCheckProgram and for job steps; a node's name need not be its host name), else the
+// host name.
 std::string ThisHost() {
+  if (const char* slurm = std::getenv("SLURMD_NODENAME"); slurm != nullptr && *slurm != '\0') {
+    return slurm;
+  }
   char buf[256] = {};
   if (gethostname(buf, sizeof buf - 1) != 0) return "localhost";
   return buf;
@@ -150,6 +158,16 @@ int RunNode(const NodeFlags& f) {
   }
   std::fflush(stdout);
   fmt::print(stderr, "{}\n", v::OneLineSummary(report));
+  if (f.slurm_drain) {
+    // The same rule as the run over many hosts: drain on FAIL, resume only a drain whose
+    // reason is Railyard's, never touch another's or act on UNKNOWN.
+    v::RunReport one{.plan = plan->name};
+    one.hosts.push_back({.name = host,
+                         .profile = report.profile,
+                         .checks = report.checks,
+                         .overall = report.overall});
+    fmt::print(stderr, "{}", v::FormatSlurmActions(v::ApplySlurmDrain(one, v::SystemScontrol())));
+  }
   // A check past its timeout may still be inside NVML or libfabric: leave without running
   // static destructors under it.
   if (report.abandoned > 0) std::_Exit(report.overall.ExitCode());
@@ -188,6 +206,10 @@ void RegisterValidateCommand(CLI::App& app, Action* action) {
   node->add_option("--profile", f->profile, "use this profile of the plan, whatever the host")
       ->expected(0, 1);
   node->add_flag("--json", f->json, "print the report as JSON (docs/validation.md)");
+  node->add_flag("--slurm-drain", f->slurm_drain,
+                 "drain this node in Slurm when it fails (Reason \"railyard: <check>: <why>\"); "
+                 "resume it when it passes and the drain is railyard's; never touch another "
+                 "drain");
   node->footer(
       "Prints one row per check (check, verdict, measured, expected, reason) and, on stderr,\n"
       "one line for logs and Slurm: 'railyard: node.memlock FAIL: memlock limit 64 KiB,\n"
@@ -199,8 +221,10 @@ void RegisterValidateCommand(CLI::App& app, Action* action) {
       "  railyard validate node                                   # built-in quick plan\n"
       "  railyard validate node --topology cluster.yaml --host gpu017 --json\n"
       "  railyard validate node --plan deploy/plans/gpu-lustre.yaml --profile gpu\n"
-      "  # slurm.conf: HealthCheckProgram=/usr/local/sbin/railyard-hc, a script running\n"
-      "  #   railyard validate node --plan /etc/railyard/plan.yaml >/dev/null\n"
+      "  railyard validate node --plan /etc/railyard/health.yaml --slurm-drain\n"
+      "  # slurm.conf: HealthCheckProgram=/usr/local/sbin/railyard-health-check\n"
+      "  #   (deploy/slurm/railyard-health-check runs the line above with the node's name)\n"
+      "The host defaults to $SLURMD_NODENAME when Slurm sets it, else the host name.\n"
       "Docs: docs/validation.md\n");
   node->callback([f, action] { *action = [f]() -> Outcome { return RunNode(*f); }; });
 }

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -47,6 +48,39 @@ Result<uint64_t> ParseRateFlag(const std::string& flag, const std::string& text)
   auto r = base::ParseRateBits(text);
   if (!r.ok()) return r.status().WithContext(flag);
   return r;
+}
+
+// The HealthCheckProgram's command for --slurm-health-check PLAN: this railyard's `validate
+// node` with the node's Slurm name and --slurm-drain. A plan file is made absolute (slurmd
+// runs the check from its own directory) and must exist now, not at the first check.
+Status HealthCheckCommand(bool slurm, const std::string& plan, const std::string& interval,
+                          UpOptions* options) {
+  if (!slurm) return InvalidArgument("--slurm-health-check needs --slurm");
+  auto every = base::ParseDuration(interval);
+  if (!every.ok() || *every < std::chrono::seconds(1)) {
+    return InvalidArgument(
+        "--slurm-health-interval {}: expected a duration of at least 1s (Slurm counts whole "
+        "seconds)",
+        interval);
+  }
+  std::string path = plan;
+  const bool builtin = plan.find('/') == std::string::npos && !base::PathExists(plan);
+  if (!builtin) {
+    std::error_code ec;
+    path = std::filesystem::absolute(plan, ec).string();
+    if (ec || !base::PathExists(path)) {
+      return NotFound(
+          "--slurm-health-check {}: no such plan file (or give a built-in plan: "
+          "quick, full, vcluster-quick, vcluster)",
+          plan);
+    }
+  }
+  options->slurm_health_check =
+      fmt::format("{} validate node --plan {} --host \"$SLURMD_NODENAME\" --slurm-drain",
+                  base::ShellQuote(SelfExecutable()), base::ShellQuote(path));
+  options->slurm_health_interval_s =
+      static_cast<int>(std::chrono::ceil<std::chrono::seconds>(*every).count());
+  return Status::Ok();
 }
 
 std::string RateText(uint64_t bits) {
@@ -140,6 +174,8 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
       std::string mode = "auto";
       std::string topology_out;
       bool slurm = false;
+      std::string slurm_health_check;
+      std::string slurm_health_interval = "10s";
       bool slurm_fail_for_test = false;
       int fail_at_for_test = 0;
     };
@@ -166,6 +202,14 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
                  "also run a Slurm cluster on the hosts: munged, slurmctld on the control "
                  "address, one slurmd per host (needs root, munge and slurm-wlm; "
                  "docs/slurm.md)");
+    up->add_option("--slurm-health-check", f->slurm_health_check,
+                   "with --slurm: slurmd's HealthCheckProgram runs `railyard validate node "
+                   "--plan PLAN --slurm-drain` on every node (PLAN: a built-in plan or a file), "
+                   "draining a node that fails with Reason \"railyard: ...\" and resuming it "
+                   "once it passes");
+    up->add_option("--slurm-health-interval", f->slurm_health_interval,
+                   "with --slurm-health-check: HealthCheckInterval, whole seconds")
+        ->capture_default_str();
     up->add_option("--fail-at-for-test", f->fail_at_for_test,
                    "test hook: fail the Nth ip/tc command (0: none)")
         ->group("");
@@ -173,8 +217,10 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
                  "test hook: fail once the Slurm daemons run")
         ->group("");
     up->footer(
-        "Example:\n  railyard vcluster up --hosts 8 --leaves 2 --leaf-rate 10Gbit --spine-rate "
-        "5Gbit\n");
+        "Examples:\n  railyard vcluster up --hosts 8 --leaves 2 --leaf-rate 10Gbit --spine-rate "
+        "5Gbit\n"
+        "  railyard vcluster up --slurm --slurm-health-check health.yaml --slurm-health-interval "
+        "5s\n");
     up->callback([f, action] {
       *action = [f]() -> Outcome {
         ClusterSpec spec;
@@ -206,10 +252,15 @@ void RegisterVclusterCommand(CLI::App& app, Action* action) {
         } else {
           spec.mode = f->mode == "netns" ? Mode::kNetns : Mode::kLoopback;
         }
+        UpOptions options{.slurm = f->slurm, .slurm_fail_for_test = f->slurm_fail_for_test};
+        if (!f->slurm_health_check.empty()) {
+          auto health = HealthCheckCommand(f->slurm, f->slurm_health_check,
+                                           f->slurm_health_interval, &options);
+          if (!health.ok()) return health;
+        }
         VirtualCluster vcl(runner, f->common.state_dir);
         auto state = vcl.Up(
-            spec, [](std::string_view step) { fmt::print("  {}\n", step); },
-            UpOptions{.slurm = f->slurm, .slurm_fail_for_test = f->slurm_fail_for_test});
+            spec, [](std::string_view step) { fmt::print("  {}\n", step); }, options);
         if (!state.ok()) return state.status();
         if (!f->topology_out.empty()) {
           auto text = base::ReadFile(state->topology_file);

@@ -231,6 +231,7 @@ SlurmLayout SlurmLayoutFor(const std::string& state_dir, std::string_view prefix
   l.ctld_pid = l.ctld_dir + "/slurmctld.pid";
   l.ctld_log = l.ctld_dir + "/slurmctld.log";
   l.nodes_dir = l.dir + "/nodes";
+  l.health_check = l.dir + "/health-check";
   return l;
 }
 
@@ -259,7 +260,10 @@ std::string SlurmConfText(const SlurmLayout& l, const SlurmConfOptions& o) {
   add("SlurmdUser", "root");
   add("AuthType", "auth/munge");
   add("CredType", "cred/munge");
-  add("AuthInfo", "socket=" + l.munge_socket);
+  // cred_expire also holds a requeued job back (its begin time is now + the credential's
+  // lifetime, 120 s by default): 10 s lets a virtual cluster's requeue test run, and is still
+  // twice what a step launch takes on a loaded 2-core machine.
+  add("AuthInfo", fmt::format("socket={},cred_expire=10", l.munge_socket));
   add("StateSaveLocation", l.ctld_state);
   add("SlurmctldPidFile", l.ctld_pid);
   add("SlurmctldLogFile", l.ctld_log);
@@ -281,12 +285,34 @@ std::string SlurmConfText(const SlurmLayout& l, const SlurmConfOptions& o) {
   add("SlurmdParameters", "config_overrides");
   add("TopologyPlugin", "topology/tree");
   add("ReturnToService", "2");
+  if (!o.health_check_program.empty()) {
+    add("HealthCheckProgram", o.health_check_program);
+    add("HealthCheckInterval", std::to_string(std::max(o.health_check_interval_s, 1)));
+  }
   for (const auto& n : o.nodes) {
     c += fmt::format("NodeName={} NodeAddr={} CPUs={} RealMemory={} State=UNKNOWN\n", n.name,
                      n.address, n.cpus, n.real_memory_mb);
   }
   c += "PartitionName=all Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n";
   return c;
+}
+
+std::string HealthCheckScript(const SlurmLayout& l, const std::string& command) {
+  return fmt::format(
+      "#!/bin/sh\n"
+      "# HealthCheckProgram of the virtual cluster's Slurm, written by `railyard vcluster up\n"
+      "# --slurm --slurm-health-check`. slurmd runs it with SLURMD_NODENAME alone in its\n"
+      "# environment, so it sets what the check and scontrol need; each run's output is kept\n"
+      "# in the node's health-check.log and shown to slurmd, which logs it when the check fails.\n"
+      "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
+      "export SLURM_CONF={}\n"
+      "log={}/\"$SLURMD_NODENAME\"/health-check.log\n"
+      "out=$({} 2>&1)\n"
+      "rc=$?\n"
+      "printf '%s rc=%s\\n%s\\n' \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\" \"$rc\" \"$out\" >>\"$log\"\n"
+      "printf '%s\\n' \"$out\"\n"
+      "exit $rc\n",
+      base::ShellQuote(l.conf), base::ShellQuote(l.nodes_dir), command);
 }
 
 Status CheckSlurmSpec(const ClusterSpec& spec) {
@@ -308,7 +334,7 @@ Status CheckSlurmSpec(const ClusterSpec& spec) {
 }
 
 Status StartSlurm(const std::string& state_dir, ClusterState& state, const ProgressFn& progress,
-                  bool fail_for_test) {
+                  const SlurmStartOptions& options) {
   const std::string& prefix = state.spec().prefix;
   RY_RETURN_IF_ERROR(CheckSlurmSpec(state.spec()));
   if (state.control_address.empty()) {
@@ -337,6 +363,16 @@ Status StartSlurm(const std::string& state_dir, ClusterState& state, const Progr
   RY_ASSIGN_OR_RETURN(o.controller_port, FreePort(state.control_address));
   const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
   o.nodes = SlurmNodesFor(state.plan, cpus > 0 ? static_cast<int>(cpus) : 1, MemTotalMb());
+  if (!options.health_check_command.empty()) {
+    RY_RETURN_IF_ERROR(base::WriteFileAtomic(
+        l.health_check, HealthCheckScript(l, options.health_check_command), 0755));
+    o.health_check_program = l.health_check;
+    o.health_check_interval_s = options.health_check_interval_s;
+    if (progress) {
+      progress(fmt::format("slurm: health check every {} s: {}", o.health_check_interval_s,
+                           options.health_check_command));
+    }
+  }
   RY_RETURN_IF_ERROR(base::WriteFileAtomic(l.conf, SlurmConfText(l, o)));
 
   if (progress) progress(fmt::format("slurm: munged ({})", l.munge_socket));
@@ -362,7 +398,8 @@ Status StartSlurm(const std::string& state_dir, ClusterState& state, const Progr
                            .WithContext(fmt::format("starting slurmd on {}", h.name)));
   }
 
-  if (fail_for_test) return Internal("slurm: failing after the daemons started (a test's hook)");
+  if (options.fail_for_test)
+    return Internal("slurm: failing after the daemons started (a test's hook)");
   if (progress) progress("slurm: waiting for every node to be idle");
   const base::Deadline deadline = base::Deadline::After(kIdleWait);
   std::map<std::string, std::string> bad;

@@ -43,7 +43,8 @@ struct SlurmLayout {
   std::string ctld_state;  // StateSaveLocation
   std::string ctld_pid;
   std::string ctld_log;
-  std::string nodes_dir;  // dir/nodes/<host>/{spool/, slurmd.pid, slurmd.log}
+  std::string nodes_dir;     // dir/nodes/<host>/{spool/, slurmd.pid, slurmd.log, health-check.log}
+  std::string health_check;  // dir/health-check: the HealthCheckProgram, when one is configured
 
   std::string NodeDir(std::string_view host) const;
 };
@@ -68,7 +69,25 @@ struct SlurmConfOptions {
   int controller_port = 6817;
   int slurmd_port = 6818;  // one per namespace, so every slurmd has the same
   std::vector<SlurmNode> nodes;
+  // HealthCheckProgram and HealthCheckInterval (seconds); none when the program is empty.
+  std::string health_check_program;
+  int health_check_interval_s = 0;
 };
+
+// What `up --slurm` runs besides the daemons.
+struct SlurmStartOptions {
+  // A shell command line slurmd runs as its HealthCheckProgram on every node, every
+  // `health_check_interval_s` seconds and when it starts; "$SLURMD_NODENAME" in it is the
+  // node's name. Empty: no health check. It runs from the script SlurmLayout::health_check,
+  // which gives it PATH and SLURM_CONF (slurmd passes only SLURMD_NODENAME) and appends its
+  // output to the node's health-check.log.
+  std::string health_check_command;
+  int health_check_interval_s = 10;
+  bool fail_for_test = false;  // INTERNAL once every daemon has started, to test the cleanup
+};
+
+// The HealthCheckProgram script for `command` (see SlurmStartOptions), pure for tests.
+std::string HealthCheckScript(const SlurmLayout& layout, const std::string& command);
 
 // slurm.conf, one setting per line, every path under `layout`.
 std::string SlurmConfText(const SlurmLayout& layout, const SlurmConfOptions& options);
@@ -82,9 +101,8 @@ Status CheckSlurmSpec(const ClusterSpec& spec);
 // sinfo shows every node idle; sets state.slurm_conf. FAILED_PRECONDITION as CheckSlurmSpec,
 // or without a control address; on any error the caller runs StopSlurm (VirtualCluster::Up does,
 // through Down). UNAVAILABLE naming the nodes that are not idle at the deadline.
-// `fail_for_test`: INTERNAL once every daemon has started, to test the cleanup.
 Status StartSlurm(const std::string& state_dir, ClusterState& state, const ProgressFn& progress,
-                  bool fail_for_test = false);
+                  const SlurmStartOptions& options = {});
 
 // Stops every daemon of the prefix's Slurm cluster (found by pid file, by a command line that
 // names its directory, and, for job steps and their tasks, by being inside one of the prefix's

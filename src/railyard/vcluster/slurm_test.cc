@@ -4,6 +4,7 @@
 
 #include "railyard/base/files.h"
 #include "railyard/base/strings.h"
+#include "railyard/base/subprocess.h"
 #include "railyard/base/temp_dir_testing.h"
 
 namespace railyard::vcluster {
@@ -62,7 +63,7 @@ TEST(SlurmConfTest, EveryLine) {
       "SlurmdUser=root",
       "AuthType=auth/munge",
       "CredType=cred/munge",
-      "AuthInfo=socket=/s/rsl-slurm/munge/munge.socket",
+      "AuthInfo=socket=/s/rsl-slurm/munge/munge.socket,cred_expire=10",
       "StateSaveLocation=/s/rsl-slurm/ctld/state",
       "SlurmctldPidFile=/s/rsl-slurm/ctld/slurmctld.pid",
       "SlurmctldLogFile=/s/rsl-slurm/ctld/slurmctld.log",
@@ -90,6 +91,51 @@ TEST(SlurmConfTest, EveryLine) {
   std::vector<std::string_view> got = base::SplitLines(text);
   ASSERT_EQ(got.size(), want.size()) << text;
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << "line " << i + 1;
+}
+
+TEST(SlurmConfTest, HealthCheckLinesOnlyWithAProgram) {
+  SlurmLayout l = SlurmLayoutFor("/s", "rsl");
+  SlurmConfOptions o;
+  o.nodes = SlurmNodesFor(Plan(2, 1), 2, 8000);
+  EXPECT_EQ(SlurmConfText(l, o).find("HealthCheck"), std::string::npos);
+  o.health_check_program = l.health_check;
+  o.health_check_interval_s = 0;  // Slurm's 0 turns the check off: at least 1
+  const std::string text = SlurmConfText(l, o);
+  EXPECT_NE(text.find("\nReturnToService=2\nHealthCheckProgram=/s/rsl-slurm/health-check\n"
+                      "HealthCheckInterval=1\nNodeName=node0 "),
+            std::string::npos)
+      << text;
+}
+
+// The script as slurmd runs it: an environment of SLURMD_NODENAME alone. The command sees
+// PATH and SLURM_CONF, its output reaches slurmd and the node's log, and its exit code is the
+// script's.
+TEST(SlurmHealthCheckTest, ScriptGivesTheCommandItsEnvironmentAndKeepsALog) {
+  base::ScopedTempDir dir("slurmhc");
+  SlurmLayout l = SlurmLayoutFor(dir.path(), "rsl");
+  ASSERT_TRUE(base::MakeDirs(l.NodeDir("node1")).ok());
+  ASSERT_TRUE(
+      base::WriteFileAtomic(l.health_check,
+                            HealthCheckScript(l,
+                                              "echo \"$SLURMD_NODENAME conf=$SLURM_CONF\"; "
+                                              "command -v sh >/dev/null && echo found-sh; exit 2"),
+                            0755)
+          .ok());
+  base::SpawnOptions o{
+      .argv = {l.health_check}, .env = {{"SLURMD_NODENAME", "node1"}}, .inherit_env = false};
+  for (int run = 1; run <= 2; ++run) {
+    auto r = base::RunCommand(o, base::Deadline::After(std::chrono::seconds(30)));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->exit_code, 2) << r->Describe();
+    EXPECT_EQ(r->stdout_text, "node1 conf=" + l.conf + "\nfound-sh\n");
+  }
+  auto log = base::ReadFile(l.NodeDir("node1") + "/health-check.log");
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  std::vector<std::string_view> lines = base::SplitLines(*log);
+  ASSERT_EQ(lines.size(), 6u) << *log;  // per run: a stamp with the exit code, then the output
+  EXPECT_TRUE(lines[0].ends_with(" rc=2")) << lines[0];
+  EXPECT_EQ(lines[1], "node1 conf=" + l.conf);
+  EXPECT_TRUE(lines[3].ends_with(" rc=2")) << lines[3];
 }
 
 TEST(SlurmCheckTest, LoopbackIsRefusedBeforeAnythingIsBuilt) {

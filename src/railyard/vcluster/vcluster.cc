@@ -456,7 +456,10 @@ Result<ClusterState> VirtualCluster::Up(const ClusterSpec& spec, const ProgressF
         topology.ok() ? base::WriteFileAtomic(state.topology_file, *topology) : topology.status();
   }
   if (built.ok() && options.slurm) {
-    built = StartSlurm(state_dir_, state, progress, options.slurm_fail_for_test);
+    built = StartSlurm(state_dir_, state, progress,
+                       {.health_check_command = options.slurm_health_check,
+                        .health_check_interval_s = options.slurm_health_interval_s,
+                        .fail_for_test = options.slurm_fail_for_test});
   }
   if (built.ok()) built = Save(state);
   if (!built.ok()) {

@@ -49,6 +49,9 @@ struct DownReport {
 struct UpOptions {
   bool slurm = false;                // a Slurm cluster on the hosts (slurm.h); netns mode only
   bool slurm_fail_for_test = false;  // fail once the Slurm daemons run (tests the cleanup)
+  // With `slurm`: the HealthCheckProgram's command and interval (SlurmStartOptions).
+  std::string slurm_health_check;
+  int slurm_health_interval_s = 10;
 };
 
 struct OwnedObjects {
