@@ -249,6 +249,16 @@ class SlurmVclusterTest : public ::testing::Test {
     return events;
   }
 
+  // A plan of one check: free space on each host's own scratch directory.
+  static std::string ScratchPlan() {
+    std::string plan = "version: 1\nname: vcluster-scratch\nprofiles:\n";
+    for (const char* h : {"node0", "node1", "node2", "node3"}) {
+      plan += fmt::format("  - name: {}\n    hosts: {}\n    mounts: [{{path: {}/{}}}]\n", h, h,
+                          kSharedDir, h);
+    }
+    return plan + "checks:\n  - id: node.free_space\n    params: {paths: \"\"}\n";
+  }
+
   std::string slurm_conf_;
   base::ScopedTempDir dir_{"slurm-vc"};
 };
@@ -310,14 +320,7 @@ TEST_F(SlurmVclusterTest, TwoNodeJobWithOneSwitchLandsInOneLeafAndDownLeavesNoth
 // The integration case (issue budget: at most 60 s, the test's timeout): up with Railyard's
 // health check, a 2-node training job with a spare under sbatch, drain and resume, down.
 TEST_F(SlurmVclusterTest, HealthCheckDrainsAndResumesAndSbatchTrainsThroughAKilledRank) {
-  // The health-check plan: free space on each host's own scratch directory, nothing else.
-  std::string plan = "version: 1\nname: vcluster-scratch\nprofiles:\n";
-  for (const char* h : {"node0", "node1", "node2", "node3"}) {
-    plan += fmt::format("  - name: {}\n    hosts: {}\n    mounts: [{{path: {}/{}}}]\n", h, h,
-                        kSharedDir, h);
-  }
-  plan += "checks:\n  - id: node.free_space\n    params: {paths: \"\"}\n";
-  ASSERT_TRUE(base::WriteFileAtomic(dir_.Sub("health.yaml"), plan).ok());
+  ASSERT_TRUE(base::WriteFileAtomic(dir_.Sub("health.yaml"), ScratchPlan()).ok());
   Up({"--slurm-health-check", dir_.Sub("health.yaml"), "--slurm-health-interval", "2s"});
   const std::string reference = Reference(120);
   ASSERT_FALSE(reference.empty());
@@ -453,6 +456,39 @@ TEST_F(SlurmVclusterTest, JobRequeuedAfterANodeFailureResumesFromTheLastCheckpoi
   std::vector<std::string_view> lines = base::SplitLines(*ranks);
   ASSERT_EQ(lines.size(), 8u) << *ranks;
   for (size_t i = 4; i < lines.size(); ++i) EXPECT_FALSE(lines[i].ends_with(victim)) << *ranks;
+}
+
+// `railyard validate --slurm-drain` over every host, run from the machine: the same rule as
+// the health check, against the real slurmctld.
+TEST_F(SlurmVclusterTest, ValidateSlurmDrainDrainsAFailingHostAndResumesOnlyItsOwnDrain) {
+  Up();
+  ASSERT_TRUE(base::WriteFileAtomic(dir_.Sub("scratch.yaml"), ScratchPlan()).ok());
+  ASSERT_TRUE(
+      Slurm({"scontrol", "update", "NodeName=node1", "State=DRAIN", "Reason=admin: new DIMM"})
+          .Succeeded());
+  auto fault = RunRailyard({"vcluster", "fault", "scratch-full", "node2", "--prefix", kPrefix});
+  ASSERT_EQ(fault.exit_code, 0) << fault.err;
+  const std::vector<std::string> validate = {"validate",
+                                             "--plan",
+                                             dir_.Sub("scratch.yaml"),
+                                             "--hosts",
+                                             std::string("vcluster:") + kPrefix,
+                                             "--slurm-drain"};
+  auto failing = RunRailyard(validate, {{"SLURM_CONF", slurm_conf_}}, 60s);
+  EXPECT_EQ(failing.exit_code, 2) << failing.out << failing.err;  // FAIL
+  auto node2 = NodeState("node2");
+  EXPECT_NE(node2.first.find("DRAIN"), std::string::npos) << node2.first;
+  EXPECT_TRUE(node2.second.starts_with("railyard: node.free_space")) << node2.second;
+
+  auto clear = RunRailyard({"vcluster", "fault", "clear", "node2", "--prefix", kPrefix});
+  ASSERT_EQ(clear.exit_code, 0) << clear.err;
+  auto passing = RunRailyard(validate, {{"SLURM_CONF", slurm_conf_}}, 60s);
+  EXPECT_EQ(passing.exit_code, 0) << passing.out << passing.err;
+  node2 = NodeState("node2");
+  EXPECT_EQ(node2.first.find("DRAIN"), std::string::npos) << node2.first << " " << node2.second;
+  auto node1 = NodeState("node1");
+  EXPECT_NE(node1.first.find("DRAIN"), std::string::npos) << node1.first;
+  EXPECT_EQ(node1.second, "admin: new DIMM");
 }
 
 TEST_F(SlurmVclusterTest, UpThatFailsOnceTheDaemonsRunLeavesNothing) {
