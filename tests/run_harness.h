@@ -60,6 +60,24 @@ inline bool Alive(pid_t pid) {
   return paren != std::string::npos && paren + 2 < stat->size() && (*stat)[paren + 2] != 'Z';
 }
 
+// The example trainer's command line as the launcher tests give it: `steps` steps, a
+// checkpoint every `ckpt_every`, no loss lines, its data set in `data`, its final weights to
+// `out`.
+inline std::vector<std::string> TrainCommand(const std::string& train, int steps, int ckpt_every,
+                                             const std::string& data, const std::string& out) {
+  return {train,
+          "--steps",
+          std::to_string(steps),
+          "--ckpt-every",
+          std::to_string(ckpt_every),
+          "--log-every",
+          "0",
+          "--data",
+          data,
+          "--out",
+          out};
+}
+
 inline void ParseEvents(const std::string& text, std::vector<nlohmann::json>* events) {
   size_t at = 0;
   while (at < text.size()) {

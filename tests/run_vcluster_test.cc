@@ -51,8 +51,9 @@ class RunVclusterTest : public ::testing::Test {
     EXPECT_EQ(down.exit_code, 0) << down.stderr_text;
   }
 
-  std::vector<std::string> Args(const std::string& hosts, int nodes, int spares,
-                                const std::string& name) {
+  // `railyard run` up to its "--", then the trainer's command line.
+  std::vector<std::string> RunArgs(const std::string& hosts, int nodes, int spares,
+                                   const std::string& name) {
     return {kRailyard,
             "run",
             "--hosts",
@@ -69,18 +70,16 @@ class RunVclusterTest : public ::testing::Test {
             dir_.Sub("ckpt-" + name),
             "--events",
             "-",
-            "--",
-            kTrain,
-            "--steps",
-            "1500",
-            "--ckpt-every",
-            "50",
-            "--log-every",
-            "0",
-            "--data",
-            dir_.Sub("data"),
-            "--out",
-            dir_.Sub(name + ".bin")};
+            "--"};
+  }
+  std::vector<std::string> Args(const std::string& hosts, int nodes, int spares,
+                                const std::string& name) {
+    std::vector<std::string> args = RunArgs(hosts, nodes, spares, name);
+    for (std::string& a :
+         testing::TrainCommand(kTrain, 1500, 50, dir_.Sub("data"), dir_.Sub(name + ".bin"))) {
+      args.push_back(std::move(a));
+    }
+    return args;
   }
 
   base::ScopedTempDir dir_{"run-vc"};

@@ -186,17 +186,7 @@ class SlurmVclusterTest : public ::testing::Test {
 
   // The example trainer's flags: the same data, steps and seed for every run of a test.
   std::vector<std::string> TrainArgs(const std::string& name, int steps) {
-    return {kTrain,
-            "--steps",
-            std::to_string(steps),
-            "--ckpt-every",
-            "10",
-            "--log-every",
-            "0",
-            "--data",
-            dir_.Sub("data"),
-            "--out",
-            dir_.Sub(name + ".bin")};
+    return testing::TrainCommand(kTrain, steps, 10, dir_.Sub("data"), dir_.Sub(name + ".bin"));
   }
 
   // The uninterrupted run of a 4-rank world on pretend hosts: the weights depend only on the
