@@ -650,6 +650,7 @@ constexpr const char* kRunFooter =
     "  railyard run --hosts @hosts.txt --agents ssh --dry-run --nproc-per-host 8 -- python3 t.py\n"
     "  # inside an allocation: one agent per node through srun\n"
     "  railyard run --slurm --nproc-per-host 8 --spares 1 --ckpt-dir /lustre/ckpt -- ./train\n"
+    "    (in an sbatch script: deploy/slurm/train.sbatch; docs/slurm.md)\n"
     "Docs: docs/launch.md (railyard run), docs/progress.md (heartbeats from a rank)\n";
 
 }  // namespace
@@ -665,7 +666,9 @@ void RegisterRunCommand(CLI::App& app, Action* action) {
       run->add_option("--vcluster", f->vcluster,
                       "the virtual cluster that is up (its prefix, default ry): --hosts vcluster")
           ->expected(0, 1);
-  run->add_flag("--slurm", f->slurm, "hosts from SLURM_JOB_NODELIST; agents through srun");
+  run->add_flag("--slurm", f->slurm,
+                "hosts from SLURM_JOB_NODELIST (inside sbatch or salloc); one agent per host as "
+                "an srun step; ranks in Railyard's leaf order, not SLURM_PROCID's");
   run->add_flag(
       "--k8s", f->k8s,
       "agents are the pods of an Indexed Job and dial in (--listen, --secret-file, --nodes)");
@@ -704,7 +707,8 @@ void RegisterRunCommand(CLI::App& app, Action* action) {
                   "each rank's output, appended to DIR/rank-<r>.log (default CKPT_DIR/logs; "
                   "without either, agents keep it and report its error line)");
   run->add_option("--topology", f->topology,
-                  "topology file for the hosts: their tree (placement) and node models (binding)");
+                  "topology file for the hosts: their tree (placement), node models (binding) and "
+                  "addresses; nodes it lists beyond the hosts are not used");
   run->add_option("--job-id", f->job_id,
                   "the job's id, known in advance by agents that dial in (default run-<random>)");
   run->add_option("--agent-connect-timeout", f->agent_connect_timeout,
