@@ -315,9 +315,11 @@ TEST_F(RunTest, RanksRunOnTheCpusOfTheirNumaNodeAndLogToTheirOwnFiles) {
   const std::string logs = dir_.Sub("logs");
   auto r = base::RunCommand(
       {.argv = {kRailyard, "run", "--hosts", "local:2", "--topology", topology, "--nproc-per-host",
-                "2", "--heartbeat-timeout", "0", "--log-dir", logs, "--events", "-", "--", "sh",
-                "-c",
-                "grep Cpus_allowed_list /proc/self/status; echo rank $RANK local $LOCAL_RANK"}},
+                "2", "--heartbeat-timeout", "0", "--log-dir", logs, "--events", "-",
+                // An --env just before `--`: the command keeps its own dashed arguments (-c).
+                "--env", "RY_TEST_WORD=bound", "--", "sh", "-c",
+                "grep Cpus_allowed_list /proc/self/status; "
+                "echo rank $RANK local $LOCAL_RANK $RY_TEST_WORD"}},
       Deadline::After(60s));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->exit_code, 0) << r->stdout_text << r->stderr_text;
@@ -329,7 +331,7 @@ TEST_F(RunTest, RanksRunOnTheCpusOfTheirNumaNodeAndLogToTheirOwnFiles) {
     EXPECT_NE(log->find(fmt::format("Cpus_allowed_list:\t{}\n", rank % 2 == 0 ? first : last)),
               std::string::npos)
         << "rank " << rank << ": " << *log;
-    EXPECT_NE(log->find(fmt::format("rank {} local {}", rank, rank % 2)), std::string::npos)
+    EXPECT_NE(log->find(fmt::format("rank {} local {} bound", rank, rank % 2)), std::string::npos)
         << *log;
   }
   auto dry =

@@ -714,7 +714,10 @@ void RegisterRunCommand(CLI::App& app, Action* action) {
   run->add_option("--agent-connect-timeout", f->agent_connect_timeout,
                   "how long every agent has to say hello (default 30s; pods: minutes)");
   run->add_option("--time-limit", f->time_limit, "stop every rank and end after this long (2h)");
-  run->add_option("--env", f->env, "NAME=VALUE for every rank (repeatable)");
+  // One value per --env, so that the `--` after it starts the command instead of ending
+  // --env's list of values (CLI11 reads a `--` after a vector option that way).
+  run->add_option("--env", f->env, "NAME=VALUE for every rank (repeatable)")
+      ->allow_extra_args(false);
   run->add_flag("--dry-run", f->dry_run,
                 "print the placement, spares and per-rank binding table; start nothing");
   run->add_option("command", f->command, "the command every rank runs (after --)");
