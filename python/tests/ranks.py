@@ -13,13 +13,18 @@ import numpy as np
 RANK_TIMEOUT = 60.0
 
 
-def run_ranks(target, world_size, *args, timeout=RANK_TIMEOUT):
-    """Runs target(rank, world_size, *args) in world_size spawned processes; fails naming the
-    ranks that did not exit 0 by the deadline (they are killed) or exited otherwise."""
+def start_ranks(target, world_size, *args):
+    """Starts target(rank, world_size, *args) in world_size spawned processes."""
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=target, args=(r, world_size, *args)) for r in range(world_size)]
     for p in procs:
         p.start()
+    return procs
+
+
+def join_ranks(procs, timeout=RANK_TIMEOUT):
+    """Waits for every rank until the deadline; fails naming the ranks that did not exit 0
+    by then (they are killed) or exited otherwise."""
     deadline = time.monotonic() + timeout
     for p in procs:
         p.join(max(0.0, deadline - time.monotonic()))
@@ -27,9 +32,15 @@ def run_ranks(target, world_size, *args, timeout=RANK_TIMEOUT):
     for r in hung:
         procs[r].kill()
         procs[r].join()
-    assert not hung, f"ranks {hung} of {world_size} still ran after {timeout} s (killed)"
+    assert not hung, f"ranks {hung} of {len(procs)} still ran after {timeout} s (killed)"
     failed = {r: p.exitcode for r, p in enumerate(procs) if p.exitcode != 0}
     assert not failed, f"ranks exited non-zero (rank: exit code): {failed}"
+
+
+def run_ranks(target, world_size, *args, timeout=RANK_TIMEOUT):
+    """Runs target(rank, world_size, *args) in world_size spawned processes, bounded by
+    `timeout` (join_ranks)."""
+    join_ranks(start_ranks(target, world_size, *args), timeout)
 
 
 def global_tensor(name, shape, dtype=np.float32):

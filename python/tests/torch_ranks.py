@@ -24,6 +24,7 @@ def init(rank, world_size, port, backend, timeout_s=30.0):
     """Joins the default process group as torchrun's environment would have it."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world_size))
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # gloo: loopback, not the host's NIC
     import torch.distributed as dist
 
     if backend == "railyard":
