@@ -34,7 +34,13 @@ import railyard.torch
 def parse_args():
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
-        epilog="Checkpoints go to --ckpt-dir, else RAILYARD_CKPT_DIR (set by railyard run).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Checkpoints go to --ckpt-dir, else RAILYARD_CKPT_DIR (set by railyard run).\n"
+               "Example, 4 ranks on two pretend hosts and a spare, rank 1 killed after step 12:\n"
+               "  railyard run --hosts local:3 --spares 1 --nproc-per-host 2 --ckpt-dir /tmp/c \\\n"
+               "    --env PYTHONPATH=build/python -- /usr/bin/python3 examples/torch_ddp.py \\\n"
+               "    --steps 24 --fail-at-step-for-test 12 --fail-rank-for-test 1 --out /tmp/w.pt\n"
+               "Docs: docs/torch.md",
     )
     p.add_argument("--steps", type=int, default=40, help="optimizer steps in all (default 40)")
     p.add_argument("--ckpt-every", type=int, default=5, help="steps between checkpoints")
@@ -48,7 +54,8 @@ def parse_args():
     p.add_argument("--fail-at-step-for-test", type=int, default=-1,
                    help="the rank of --fail-rank-for-test kills itself (SIGKILL) after this "
                         "step, in the first attempt only (TORCHELASTIC_RESTART_COUNT 0)")
-    p.add_argument("--fail-rank-for-test", type=int, default=0)
+    p.add_argument("--fail-rank-for-test", type=int, default=0,
+                   help="the rank that kills itself (default 0)")
     return p.parse_args()
 
 
