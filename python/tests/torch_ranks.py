@@ -223,3 +223,38 @@ def survive_a_lost_rank(rank, world_size, port, timeout_s, victim, ready, go, re
     else:
         results.put((rank, "", time.monotonic() - start))
     dist.destroy_process_group()  # after a failure too: the group must come down cleanly
+
+
+# ---- where the tensors of a finished operation are released ----
+
+
+def release_on_the_callers_thread(rank, world_size, port, dropped):
+    """Rank 0 queues an allreduce of a tensor it then forgets at once (the Work too), so that
+    the backend holds the only references when the operation finishes (rank 1 joins only
+    after `dropped` is set). Those references must be released on a caller's thread, never
+    on the backend's worker: a worker that takes the GIL to free a tensor while the
+    interpreter finalizes is ended by pthread_exit and aborts the process. A tensor subclass
+    records which thread freed its Python object."""
+    import threading
+
+    import torch
+
+    dist = init(rank, world_size, port, "railyard")
+    freed_on = []
+
+    class Tracked(torch.Tensor):
+        def __del__(self):
+            freed_on.append(threading.get_ident())
+
+    if rank == 0:
+        dist.all_reduce(torch.ones(1000).as_subclass(Tracked), async_op=True)
+        dropped.set()
+    else:
+        assert dropped.wait(60), "rank 0 never queued its allreduce"
+        dist.all_reduce(torch.ones(1000))
+    dist.all_reduce(torch.ones(4))  # rank 0: this call releases the finished one's tensors
+    dist.barrier()
+    if rank == 0:
+        assert freed_on == [threading.get_ident()], \
+            f"the tensor was freed on thread {freed_on}, not the caller's {threading.get_ident()}"
+    dist.destroy_process_group()

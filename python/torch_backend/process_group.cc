@@ -299,8 +299,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRailyard::Enqueue(c10d::OpType type,
                                                              std::vector<at::Tensor> outputs,
                                                              std::function<Status()> run) {
   auto work = c10::make_intrusive<Work>(rank_, type, std::move(outputs));
+  std::deque<std::function<void()>> finished;  // released here, on the caller's thread
   {
     std::lock_guard lock(mu_);
+    finished.swap(finished_);
     queue_.push_back([work, run = std::move(run)] {
       std::exception_ptr error;
       try {
@@ -325,8 +327,13 @@ void ProcessGroupRailyard::WorkerLoop() {
     queue_.pop_front();
     lock.unlock();
     item();
-    item = nullptr;  // drop the tensors before taking the lock again
     lock.lock();
+    // The finished operation still holds its tensors and its Work. The worker never drops
+    // them: dropping the last reference to a tensor that Python made takes the GIL, and a
+    // thread that takes the GIL while the interpreter finalizes (a script ending just after
+    // wait() returned) is ended by pthread_exit, whose unwinding through this loop aborts
+    // the process. The next call, or the destructor, releases them on its own thread.
+    finished_.push_back(std::move(item));
   }
 }
 

@@ -118,6 +118,7 @@ class ProcessGroupRailyard final : public c10d::ProcessGroup {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
+  std::deque<std::function<void()>> finished_;  // run, to be released off the worker (.cc)
   bool stopping_ = false;
   std::thread worker_;
 };
