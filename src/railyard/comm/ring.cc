@@ -7,9 +7,6 @@
 //     reduce it; the block reduced at step s is the one sent at step s+1, and at the last
 //     step it is blk(p) = my rank's block, now complete.
 //   allgather step s: send blk(p-s), receive blk(p-s-1); what arrives is forwarded next step.
-// Receives are posted ahead of the data (for reduce-scatter all at once when the transport
-// reduces as it receives, else a step early; all at once for allgather, straight into the
-// output) so the transport rarely has to buffer a message.
 // Receiving allgather data into a block that is still being sent is safe by causality: a
 // block's final value can only come back round after our contribution to it has left.
 #include <algorithm>
@@ -19,10 +16,44 @@
 namespace railyard::comm {
 namespace {
 
-enum Phase { kReduceScatter = 1, kAllgather = 2, kBroadcast = 3 };
+// Tags' low byte. The allreduce's first reduce-scatter step has a tag of its own because it
+// runs ahead of the forwards (see RingAllreduce): each tag's messages then leave in the
+// order the receiver posts them, as the transport's per-(peer, tag) matching requires.
+enum Phase { kReduceScatter = 1, kAllgather = 2, kBroadcast = 3, kReduceScatterFirst = 4 };
+
+// Waves the allreduce runs ahead of the one it forwards: their first-step sends are queued,
+// so a link has data to carry while the current wave waits on its ring.
+constexpr size_t kLookahead = 2;
+
+// Elements [offset, offset + count) of block `i` when `elems` elements are split into n
+// blocks as evenly as possible (as Blocks does).
+struct Span {
+  size_t offset, count;
+};
+Span BlockOf(size_t elems, int n, int i) {
+  const size_t base = elems / n, extra = elems % n, k = static_cast<size_t>(i);
+  return {k * base + std::min(k, extra), base + (k < extra ? 1 : 0)};
+}
 
 }  // namespace
 
+// The vector is cut into segments of n pieces (a piece is OpContext::piece_bytes), and the
+// segments go round the ring in waves of OpContext::wave_segments: inside a wave step by
+// step (every segment's step s before any step s+1), waves one after another.
+//
+// One segment per wave (on one host): a piece is reduced and sent on while it is still in
+// cache, because the rank forwards nothing of the next segment before this one has gone
+// all the way round; the working set is a few segments per rank whatever the vector's size.
+// A wave of every segment (across hosts) puts the whole first step on the links at once and
+// forwards each piece as it arrives, which keeps a link with latency full but, at 64 MiB,
+// forwards pieces that have long left the last-level cache (docs/comm.md has the figures).
+//
+// Overlap between waves: the first reduce-scatter step needs nothing from the ring, so it is
+// sent kLookahead waves early; while a wave waits on its ring's round trip those sends keep
+// the links busy. Receives are posted one wave beyond that, before a peer can send into them
+// (a peer runs at most one wave ahead: it cannot finish wave w before this rank has sent its
+// allgather data of w), so messages rarely arrive unexpected. Each tag's receives are posted
+// in the order the peer sends on it: step by step, and inside a step segment by segment.
 Status RingAllreduce(OpContext& c, const char* send, char* recv, size_t count, DataType type,
                      ReduceOp op) {
   const int n = c.size;
@@ -31,84 +62,110 @@ Status RingAllreduce(OpContext& c, const char* send, char* recv, size_t count, D
     if (send != recv && count > 0) std::memcpy(recv, send, count * es);
     return Status::Ok();
   }
-  Blocks b(count, n, es);
   const long p = c.MyPosition();
   const int next = c.RingRank(p + 1), prev = c.RingRank(p - 1);
-  char* scratch[2] = {nullptr, nullptr};
-  auto pieces = [&](int block) { return Pieces(b.bytes[block], c.piece_bytes, es); };
-
-  std::vector<net::Request> sends;
-  std::vector<std::vector<net::Request>> rs_recv(n - 1), ag_recv(n - 1);
-  // Where the transport can hand over bytes in place (shm), a reduce-scatter piece is reduced
-  // into the output as it arrives, straight from the ring: one pass over memory fewer than
-  // receiving into scratch and reducing from there. Safe to run early: the output block of
-  // step s is read (sent on) only after step s, and written by the allgather only after the
-  // whole ring has passed it.
+  const size_t piece = std::max<size_t>(1, c.piece_bytes / es);  // elements
+  const size_t seg_elems = piece * static_cast<size_t>(n);
+  const size_t segments = (count + seg_elems - 1) / seg_elems;
+  const size_t wave = c.wave_segments == 0
+                          ? std::max<size_t>(1, segments)
+                          : std::min(c.wave_segments, std::max<size_t>(1, segments));
+  const size_t waves = (segments + wave - 1) / wave;
+  auto first_of = [&](size_t w) { return w * wave; };
+  auto end_of = [&](size_t w) { return std::min(segments, (w + 1) * wave); };
+  // Byte range of block blk(pos) in segment j.
+  auto block = [&](size_t j, long pos) {
+    const size_t first = j * seg_elems;
+    const Span b = BlockOf(std::min(seg_elems, count - first), n, c.RingRank(pos));
+    return std::pair<size_t, size_t>{(first + b.offset) * es, b.count * es};
+  };
+  // Where the transport can hand over bytes in place (shm, tcp), a reduce-scatter piece is
+  // reduced into the output as it arrives, straight from the transport's buffer: one pass
+  // over memory fewer than receiving into scratch and reducing from there. Safe to run
+  // early: the output block of step s is read (sent on) only after step s, and written by
+  // the allgather only after the whole ring has passed it. Its receives are all posted with
+  // the wave's. Receives into scratch (ofi; A/B runs) take the first step's with the wave's,
+  // each later step's one step ahead, so scratch is two steps of a wave, not all of them.
   const bool in_place = c.reduce_on_receive && c.transport->consuming_receiver() != nullptr;
-  if (!in_place) scratch[0] = c.Scratch(0, b.max_bytes), scratch[1] = c.Scratch(1, b.max_bytes);
-  auto post_rs_recv = [&](int s) -> Status {
-    int blk = c.RingRank(p - s - 2);
-    for (auto [lo, hi] : pieces(blk)) {
-      net::Request r;
+  const size_t slots = std::min(kLookahead + 2, waves);  // waves with posted receives
+  const size_t steps = static_cast<size_t>(n - 1);
+  // Request index of step s of segment j.
+  auto index = [&](size_t j, size_t s) {
+    return ((j / wave) % slots * steps + s) * wave + j % wave;
+  };
+  char* first_scratch = in_place ? nullptr : c.Scratch(0, slots * wave * piece * es);
+  char* step_scratch = in_place || steps < 2 ? nullptr : c.Scratch(1, 2 * wave * piece * es);
+  auto slot = [&](size_t j, size_t s) {
+    return s == 0 ? first_scratch + ((j / wave) % slots * wave + j % wave) * piece * es
+                  : step_scratch + ((s % 2) * wave + j % wave) * piece * es;
+  };
+  std::vector<net::Request> rs(slots * steps * wave), ag(slots * steps * wave);
+  auto post_rs = [&](size_t w, size_t s) -> Status {
+    for (size_t j = first_of(w); j < end_of(w); ++j) {
+      auto [at, bytes] = block(j, p - static_cast<long>(s) - 2);
+      const int phase = s == 0 ? kReduceScatterFirst : kReduceScatter;
       if (in_place) {
-        const size_t at = b.offset[blk] + lo;
-        RY_ASSIGN_OR_RETURN(
-            r, c.RecvReduce(prev, kReduceScatter, recv + at, send + at, hi - lo, type, op));
+        RY_ASSIGN_OR_RETURN(rs[index(j, s)],
+                            c.RecvReduce(prev, phase, recv + at, send + at, bytes, type, op));
       } else {
-        RY_ASSIGN_OR_RETURN(r, c.Recv(prev, kReduceScatter, scratch[s % 2] + lo, hi - lo));
+        RY_ASSIGN_OR_RETURN(rs[index(j, s)], c.Recv(prev, phase, slot(j, s), bytes));
       }
-      rs_recv[s].push_back(r);
     }
     return Status::Ok();
   };
-  // Consuming receives reduce into n-1 distinct output blocks, so every step's is posted at
-  // once and a fast neighbour's pieces never arrive unexpected (to be buffered and copied);
-  // receives into scratch go one step ahead, as the two scratch buffers allow.
-  for (int s = 0; s < (in_place ? n - 1 : 1); ++s) RY_RETURN_IF_ERROR(post_rs_recv(s));
-  for (int s = 0; s < n - 1; ++s) {
-    int blk = c.RingRank(p - s - 1);
-    for (auto [lo, hi] : pieces(blk)) {
-      RY_ASSIGN_OR_RETURN(auto r, c.Recv(prev, kAllgather, recv + b.offset[blk] + lo, hi - lo));
-      ag_recv[s].push_back(r);
-    }
-  }
-  {
-    int blk = c.RingRank(p - 1);
-    for (auto [lo, hi] : pieces(blk)) {
-      RY_ASSIGN_OR_RETURN(auto r, c.Send(next, kReduceScatter, send + b.offset[blk] + lo, hi - lo));
-      sends.push_back(r);
-    }
-  }
-  for (int s = 0; s < n - 1; ++s) {
-    if (!in_place && s + 1 < n - 1) RY_RETURN_IF_ERROR(post_rs_recv(s + 1));
-    int blk = c.RingRank(p - s - 2);
-    auto ps = pieces(blk);
-    for (size_t i = 0; i < ps.size(); ++i) {
-      auto [lo, hi] = ps[i];
-      RY_RETURN_IF_ERROR(c.Wait(rs_recv[s][i]));
-      char* out = recv + b.offset[blk] + lo;
-      if (!in_place) {
-        Reduce(type, op, out, send + b.offset[blk] + lo, scratch[s % 2] + lo, (hi - lo) / es);
+  auto post_recvs = [&](size_t w) -> Status {
+    for (size_t s = 0; s < (in_place ? steps : 1); ++s) RY_RETURN_IF_ERROR(post_rs(w, s));
+    for (size_t s = 0; s < steps; ++s) {
+      for (size_t j = first_of(w); j < end_of(w); ++j) {
+        auto [at, bytes] = block(j, p - static_cast<long>(s) - 1);
+        RY_ASSIGN_OR_RETURN(ag[index(j, s)], c.Recv(prev, kAllgather, recv + at, bytes));
       }
-      // Forward: the next reduce-scatter step, or after the last one (my block is final)
-      // the first allgather step.
-      int phase = s + 1 < n - 1 ? kReduceScatter : kAllgather;
-      RY_ASSIGN_OR_RETURN(auto r, c.Send(next, phase, out, hi - lo));
+    }
+    return Status::Ok();
+  };
+  std::vector<net::Request> sends, older;
+  auto send_first = [&](size_t w) -> Status {
+    for (size_t j = first_of(w); j < end_of(w); ++j) {
+      auto [at, bytes] = block(j, p - 1);
+      RY_ASSIGN_OR_RETURN(auto r, c.Send(next, kReduceScatterFirst, send + at, bytes));
       sends.push_back(r);
     }
-  }
-  for (int s = 0; s < n - 1; ++s) {
-    int blk = c.RingRank(p - s - 1);
-    auto ps = pieces(blk);
-    for (size_t i = 0; i < ps.size(); ++i) {
-      RY_RETURN_IF_ERROR(c.Wait(ag_recv[s][i]));
-      if (s + 1 < n - 1) {
-        auto [lo, hi] = ps[i];
-        RY_ASSIGN_OR_RETURN(auto r, c.Send(next, kAllgather, recv + b.offset[blk] + lo, hi - lo));
+    return Status::Ok();
+  };
+  for (size_t w = 0; w < std::min(waves, kLookahead + 1); ++w) RY_RETURN_IF_ERROR(post_recvs(w));
+  for (size_t w = 0; w < std::min(waves, kLookahead); ++w) RY_RETURN_IF_ERROR(send_first(w));
+  for (size_t w = 0; w < waves; ++w) {
+    if (w + kLookahead + 1 < waves) RY_RETURN_IF_ERROR(post_recvs(w + kLookahead + 1));
+    if (w + kLookahead < waves) RY_RETURN_IF_ERROR(send_first(w + kLookahead));
+    for (size_t s = 0; s < steps; ++s) {
+      if (!in_place && s + 1 < steps) RY_RETURN_IF_ERROR(post_rs(w, s + 1));
+      for (size_t j = first_of(w); j < end_of(w); ++j) {
+        auto [at, bytes] = block(j, p - static_cast<long>(s) - 2);
+        RY_RETURN_IF_ERROR(c.Wait(rs[index(j, s)]));
+        if (!in_place) Reduce(type, op, recv + at, send + at, slot(j, s), bytes / es);
+        // Forward: the next reduce-scatter step, or after the last one (my block is final)
+        // the first allgather step.
+        RY_ASSIGN_OR_RETURN(
+            auto r, c.Send(next, s + 1 < steps ? kReduceScatter : kAllgather, recv + at, bytes));
         sends.push_back(r);
       }
     }
+    for (size_t s = 0; s < steps; ++s) {
+      for (size_t j = first_of(w); j < end_of(w); ++j) {
+        RY_RETURN_IF_ERROR(c.Wait(ag[index(j, s)]));
+        if (s + 1 < steps) {
+          auto [at, bytes] = block(j, p - static_cast<long>(s) - 1);
+          RY_ASSIGN_OR_RETURN(auto r, c.Send(next, kAllgather, recv + at, bytes));
+          sends.push_back(r);
+        }
+      }
+    }
+    // The wave before last's sends have long left: waiting for them keeps the transport's
+    // request table short on very long vectors.
+    RY_RETURN_IF_ERROR(c.WaitAll(older));
+    older.swap(sends);
   }
+  RY_RETURN_IF_ERROR(c.WaitAll(older));
   RY_RETURN_IF_ERROR(c.WaitAll(sends));
   FinishAverage(type, op, recv, count, n);
   return Status::Ok();

@@ -23,6 +23,8 @@ struct OpContext {
   net::Tag tag_base = 0;                       // sequence << 8; phases use the low byte
   base::Deadline deadline = base::Deadline::Never();
   size_t piece_bytes = 1 << 20;
+  // The ring allreduce's segments (n pieces each) per wave, 0 for all (ring.cc).
+  size_t wave_segments = 1;
   bool reduce_on_receive = true;  // CommOptions::reduce_on_receive
   std::vector<std::vector<char>>* scratch = nullptr;
 
