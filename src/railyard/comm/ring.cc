@@ -46,7 +46,8 @@ Span BlockOf(size_t elems, int n, int i) {
 // all the way round; the working set is a few segments per rank whatever the vector's size.
 // A wave of every segment (across hosts) puts the whole first step on the links at once and
 // forwards each piece as it arrives, which keeps a link with latency full but, at 64 MiB,
-// forwards pieces that have long left the last-level cache (docs/comm.md has the figures).
+// forwards pieces that have long left the last-level cache (docs/performance.md, "Ring
+// waves", has the figures).
 //
 // Overlap between waves: the first reduce-scatter step needs nothing from the ring, so it is
 // sent kLookahead waves early; while a wave waits on its ring's round trip those sends keep
