@@ -63,14 +63,13 @@ Status RingAllreduce(OpContext& c, const char* send, char* recv, size_t count, D
     if (send != recv && count > 0) std::memcpy(recv, send, count * es);
     return Status::Ok();
   }
+  if (count == 0) return Status::Ok();  // every rank has the same count: nothing to exchange
   const long p = c.MyPosition();
   const int next = c.RingRank(p + 1), prev = c.RingRank(p - 1);
   const size_t piece = std::max<size_t>(1, c.piece_bytes / es);  // elements
   const size_t seg_elems = piece * static_cast<size_t>(n);
   const size_t segments = (count + seg_elems - 1) / seg_elems;
-  const size_t wave = c.wave_segments == 0
-                          ? std::max<size_t>(1, segments)
-                          : std::min(c.wave_segments, std::max<size_t>(1, segments));
+  const size_t wave = c.wave_segments == 0 ? segments : std::min(c.wave_segments, segments);
   const size_t waves = (segments + wave - 1) / wave;
   auto first_of = [&](size_t w) { return w * wave; };
   auto end_of = [&](size_t w) { return std::min(segments, (w + 1) * wave); };
