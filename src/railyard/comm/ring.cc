@@ -25,16 +25,6 @@ enum Phase { kReduceScatter = 1, kAllgather = 2, kBroadcast = 3, kReduceScatterF
 // so a link has data to carry while the current wave waits on its ring.
 constexpr size_t kLookahead = 2;
 
-// Elements [offset, offset + count) of block `i` when `elems` elements are split into n
-// blocks as evenly as possible (as Blocks does).
-struct Span {
-  size_t offset, count;
-};
-Span BlockOf(size_t elems, int n, int i) {
-  const size_t base = elems / n, extra = elems % n, k = static_cast<size_t>(i);
-  return {k * base + std::min(k, extra), base + (k < extra ? 1 : 0)};
-}
-
 }  // namespace
 
 // The vector is cut into segments of n pieces (a piece is OpContext::piece_bytes), and the
@@ -76,7 +66,7 @@ Status RingAllreduce(OpContext& c, const char* send, char* recv, size_t count, D
   // Byte range of block blk(pos) in segment j.
   auto block = [&](size_t j, long pos) {
     const size_t first = j * seg_elems;
-    const Span b = BlockOf(std::min(seg_elems, count - first), n, c.RingRank(pos));
+    const BlockSpan b = BlockOf(std::min(seg_elems, count - first), n, c.RingRank(pos));
     return std::pair<size_t, size_t>{(first + b.offset) * es, b.count * es};
   };
   // Where the transport can hand over bytes in place (shm, tcp), a reduce-scatter piece is
@@ -89,15 +79,14 @@ Status RingAllreduce(OpContext& c, const char* send, char* recv, size_t count, D
   const bool in_place = c.reduce_on_receive && c.transport->consuming_receiver() != nullptr;
   const size_t slots = std::min(kLookahead + 2, waves);  // waves with posted receives
   const size_t steps = static_cast<size_t>(n - 1);
+  auto wave_slot = [&](size_t j) { return (j / wave) % slots; };  // of segment j's wave
   // Request index of step s of segment j.
-  auto index = [&](size_t j, size_t s) {
-    return ((j / wave) % slots * steps + s) * wave + j % wave;
-  };
+  auto index = [&](size_t j, size_t s) { return (wave_slot(j) * steps + s) * wave + j % wave; };
   char* first_scratch = in_place ? nullptr : c.Scratch(0, slots * wave * piece * es);
   char* step_scratch = in_place || steps < 2 ? nullptr : c.Scratch(1, 2 * wave * piece * es);
   auto slot = [&](size_t j, size_t s) {
-    return s == 0 ? first_scratch + ((j / wave) % slots * wave + j % wave) * piece * es
-                  : step_scratch + ((s % 2) * wave + j % wave) * piece * es;
+    const size_t at = s == 0 ? wave_slot(j) * wave + j % wave : (s % 2) * wave + j % wave;
+    return (s == 0 ? first_scratch : step_scratch) + at * piece * es;
   };
   std::vector<net::Request> rs(slots * steps * wave), ag(slots * steps * wave);
   auto post_rs = [&](size_t w, size_t s) -> Status {

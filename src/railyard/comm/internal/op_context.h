@@ -83,18 +83,25 @@ struct OpContext {
   }
 };
 
-// Splits `count` elements into n blocks as evenly as possible (the first count % n blocks
-// one element longer); offsets and lengths in bytes.
+// Elements [offset, offset + count) of block `i` when `elems` elements are split into n
+// blocks as evenly as possible (the first elems % n blocks one element longer).
+struct BlockSpan {
+  size_t offset, count;
+};
+inline BlockSpan BlockOf(size_t elems, int n, int i) {
+  const size_t base = elems / n, extra = elems % n, k = static_cast<size_t>(i);
+  return {k * base + std::min(k, extra), base + (k < extra ? 1 : 0)};
+}
+
+// Every block of that split at once; offsets and lengths in bytes.
 struct Blocks {
   std::vector<size_t> offset, bytes;
   size_t max_bytes = 0;
   Blocks(size_t count, int n, size_t elem) : offset(n), bytes(n) {
-    size_t base = count / n, extra = count % n, off = 0;
     for (int i = 0; i < n; ++i) {
-      size_t c = base + (static_cast<size_t>(i) < extra ? 1 : 0);
-      offset[i] = off;
-      bytes[i] = c * elem;
-      off += bytes[i];
+      const BlockSpan b = BlockOf(count, n, i);
+      offset[i] = b.offset * elem;
+      bytes[i] = b.count * elem;
       max_bytes = std::max(max_bytes, bytes[i]);
     }
   }
